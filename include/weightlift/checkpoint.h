@@ -1,0 +1,72 @@
+// Checkpoint: the validated description of a safetensors checkpoint.
+//
+// Open() reads and validates every header (and the index of a sharded
+// checkpoint) but never tensor data. Everything it returns has passed every
+// rule in docs/format.md, so a loader can trust offsets and sizes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weightlift/dtype.h"
+#include "weightlift/status.h"
+
+namespace weightlift {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  std::vector<uint64_t> shape;
+  uint32_t file = 0;      // index into Checkpoint::files()
+  uint64_t offset = 0;    // absolute byte offset in the file (8 + N + begin)
+  uint64_t size = 0;      // bytes (end - begin)
+  uint64_t num_elements() const;
+};
+
+struct FileInfo {
+  std::string path;          // as opened (symlinks not resolved in the name)
+  std::string resolved_path; // realpath(path): where the bytes really are
+  uint64_t size = 0;         // file size when the header was read
+  uint64_t header_size = 0;  // N
+  uint64_t data_offset = 0;  // 8 + N
+  std::map<std::string, std::string> metadata;  // __metadata__
+};
+
+class Checkpoint {
+ public:
+  // PATH may be: a .safetensors file; a model.safetensors.index.json; or a
+  // directory holding either an index (used when present) or exactly the
+  // *.safetensors files to load (then every one of them is loaded).
+  static StatusOr<Checkpoint> Open(const std::string& path);
+
+  // Builds a checkpoint from already-parsed parts (tests, the writer).
+  // REQUIRES: tensors sorted by (file, offset) and validated.
+  Checkpoint(std::vector<FileInfo> files, std::vector<TensorInfo> tensors,
+             std::string index_path = {});
+
+  const std::vector<FileInfo>& files() const { return files_; }
+  // Every tensor, sorted by (file, offset).
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // nullptr when absent.
+  const TensorInfo* Find(std::string_view name) const;
+  // Index of NAME in tensors(), or -1.
+  int64_t IndexOf(std::string_view name) const;
+  uint64_t total_bytes() const { return total_bytes_; }
+  // The index file, empty for a single file or a plain directory.
+  const std::string& index_path() const { return index_path_; }
+  // __metadata__ of the first file (what safetensors' metadata() returns).
+  const std::map<std::string, std::string>& metadata() const;
+
+ private:
+  std::vector<FileInfo> files_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, uint32_t, std::less<>> by_name_;
+  std::string index_path_;
+  uint64_t total_bytes_ = 0;
+};
+
+}  // namespace weightlift

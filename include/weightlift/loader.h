@@ -1,0 +1,93 @@
+// Loader: runs a checkpoint's tensors into host or device memory.
+//
+//   auto ckpt = weightlift::Checkpoint::Open("model_dir");
+//   auto loader = weightlift::Loader::Create(options);
+//   auto result = (*loader)->Load(*ckpt);      // loader-owned memory
+//   // or (*loader)->LoadInto(*ckpt, dests);   // the caller's memory
+//
+// A Loader allocates its staging memory once and reuses it for every load.
+// One load runs at a time per Loader (calls are serialized by a mutex).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/options.h"
+#include "weightlift/report.h"
+#include "weightlift/status.h"
+
+namespace weightlift {
+
+// One loaded tensor. `data` points into host memory (device cpu) or device
+// memory (device cuda:N). `owner` keeps that memory alive: copy it along with
+// the pointer and the memory outlives the loader and the LoadResult.
+struct LoadedTensor {
+  std::string name;
+  DType dtype;
+  std::vector<uint64_t> shape;
+  Device device;
+  void* data = nullptr;
+  uint64_t size = 0;
+  std::shared_ptr<void> owner;
+};
+
+struct LoadResult {
+  std::vector<LoadedTensor> tensors;  // in the order requested
+  LoadReport report;
+  const LoadedTensor* Find(std::string_view name) const;
+};
+
+// A caller-provided destination: `size` must equal the tensor's byte size.
+// `data` is host memory for cpu loads and device memory for cuda loads.
+struct Destination {
+  std::string name;
+  void* data = nullptr;
+  uint64_t size = 0;
+};
+
+struct LoadCallbacks {
+  // Called once per tensor as soon as all its bytes are at their destination
+  // (for CUDA: the copy has completed on the device). Called from loader
+  // threads, possibly concurrently; must not block for long. `index` is the
+  // tensor's position in the request (LoadResult::tensors / dests).
+  std::function<void(size_t index, const TensorInfo& tensor)> on_ready;
+  // Progress in bytes delivered; called from loader threads, rate-limited.
+  std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+class Loader {
+ public:
+  // Validates options and allocates staging memory for options.device.
+  // A CUDA device on a build or machine without CUDA is Unsupported / a
+  // CudaError naming the reason.
+  static StatusOr<std::unique_ptr<Loader>> Create(const LoadOptions& options);
+  virtual ~Loader() = default;
+
+  // Loads NAMES (every tensor when empty) into memory the loader allocates:
+  // host tensors aligned to 64 bytes, device tensors to 256 bytes. On error
+  // every allocation of this call is freed and no tensor is returned.
+  virtual StatusOr<LoadResult> Load(const Checkpoint& ckpt,
+                                    std::span<const std::string> names = {},
+                                    const LoadCallbacks& callbacks = {}) = 0;
+
+  // Fills the caller's destinations in place. On error the destinations'
+  // contents are unspecified and the status says what failed.
+  virtual Status LoadInto(const Checkpoint& ckpt,
+                          std::span<const Destination> dests,
+                          LoadReport* report = nullptr,
+                          const LoadCallbacks& callbacks = {}) = 0;
+
+  virtual const LoadOptions& options() const = 0;
+};
+
+// One-shot convenience: Open + Create + Load.
+StatusOr<LoadResult> LoadCheckpoint(const std::string& path,
+                                    const LoadOptions& options = {});
+
+}  // namespace weightlift

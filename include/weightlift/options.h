@@ -1,0 +1,73 @@
+// LoadOptions: every knob of a load, with its default. Options are passed in;
+// the library never reads environment variables or flags itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "weightlift/status.h"
+
+namespace weightlift {
+
+struct Device {
+  enum class Kind { kCpu, kCuda };
+  Kind kind = Kind::kCpu;
+  int index = 0;  // CUDA ordinal; 0 for cpu
+
+  static Device Cpu() { return {}; }
+  static Device Cuda(int index) { return {Kind::kCuda, index}; }
+  // "cpu", "cuda", "cuda:N".
+  static StatusOr<Device> Parse(std::string_view text);
+  bool is_cuda() const { return kind == Kind::kCuda; }
+  std::string ToString() const;
+  bool operator==(const Device&) const = default;
+};
+
+// How bytes leave storage.
+enum class Backend {
+  kAuto,    // per file: buffered pread if its pages are resident, else
+            // O_DIRECT through io_uring (or O_DIRECT pread without liburing)
+  kPread,   // buffered pread
+  kDirect,  // pread with O_DIRECT
+  kUring,   // io_uring with O_DIRECT and a deep queue
+  kMmap,    // mmap + memcpy
+};
+std::string_view BackendName(Backend b);
+StatusOr<Backend> ParseBackend(std::string_view text);
+
+// GPUDirect Storage (cuFile). Only meaningful for CUDA devices.
+enum class GdsMode {
+  kAuto,  // use GDS only where the driver has a real direct path for the
+          // file; otherwise (or on any cuFile refusal) the staging pipeline
+  kOn,    // GDS or fail with Unsupported and the reason
+  kOff,   // never touch cuFile
+};
+std::string_view GdsModeName(GdsMode m);
+StatusOr<GdsMode> ParseGdsMode(std::string_view text);
+
+// Zero-copy from the page cache for CUDA loads: mmap the resident file,
+// cudaHostRegister it read-only in pieces, and copy straight from it.
+enum class HostRegisterMode { kAuto, kOn, kOff };
+
+struct LoadOptions {
+  Device device;                        // cpu
+  Backend backend = Backend::kAuto;
+  GdsMode gds = GdsMode::kAuto;
+  HostRegisterMode host_register = HostRegisterMode::kAuto;
+  int threads = 0;                      // 0: min(hardware threads, 8)
+  size_t chunk_bytes = 8u << 20;        // bytes per read request (8 MiB)
+  size_t staging_bytes = 128u << 20;    // bounce / pinned staging, total
+  int queue_depth = 16;                 // io_uring reads in flight per thread
+  size_t direct_min_bytes = 1u << 20;   // tensors smaller than this are
+                                        // read through the bounce buffer
+  int copy_streams = 0;                 // CUDA streams; 0: one per thread
+  double resident_threshold = 0.9;      // auto: fraction of sampled pages in
+                                        // the page cache to call a file warm
+
+  // InvalidArgument if a knob is out of range (names the knob and value).
+  Status Validate() const;
+};
+
+}  // namespace weightlift

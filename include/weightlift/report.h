@@ -1,0 +1,45 @@
+// LoadReport: what a load did and why. Which path served each file, what
+// fell back, how many bytes, how long each phase took.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weightlift/options.h"
+
+namespace weightlift {
+
+struct FileReport {
+  std::string path;
+  std::string path_taken;  // "uring", "pread", "gds", "pinned-staging+uring",
+                           // "host-register", ...
+  std::string reason;      // why this path: "pages 100% resident (sampled)"
+  uint64_t bytes = 0;      // tensor bytes delivered from this file
+};
+
+struct LoadReport {
+  Device device;
+  uint64_t tensors = 0;
+  uint64_t bytes = 0;           // tensor bytes delivered
+  uint64_t bytes_read = 0;      // bytes read from storage (alignment adds)
+  double seconds = 0;           // wall time of the whole load
+  double open_seconds = 0;      // opening files, choosing backends
+  double alloc_seconds = 0;     // destination and staging allocation
+  double transfer_seconds = 0;  // reads + copies until all done
+  uint64_t staging_bytes = 0;   // bounce / pinned memory held
+  uint64_t device_bytes = 0;    // device memory allocated by the loader
+  int threads = 0;
+  std::vector<FileReport> files;
+  std::vector<std::string> notes;  // fallbacks and warnings, one line each
+
+  double gb_per_s() const {
+    return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+  }
+  // Human-readable, several lines.
+  std::string ToString() const;
+  // One JSON object.
+  std::string ToJson() const;
+};
+
+}  // namespace weightlift

@@ -1,0 +1,31 @@
+// Turning a load request (names, or caller destinations) into the tensors it
+// covers, with every argument checked. Shared by the host and CUDA loaders.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/loader.h"
+
+namespace weightlift::internal {
+
+// Indices into ckpt.tensors(), in request order. Empty NAMES means every
+// tensor. NotFound for a name the checkpoint lacks, InvalidArgument for a
+// name asked twice.
+StatusOr<std::vector<uint32_t>> ResolveNames(const Checkpoint& ckpt,
+                                             std::span<const std::string> names);
+
+// Same for destinations; also InvalidArgument when a destination's size
+// differs from the tensor's byte size or its pointer is null (with a
+// non-zero size), naming the tensor and both sizes.
+StatusOr<std::vector<uint32_t>> ResolveDestinations(
+    const Checkpoint& ckpt, std::span<const Destination> dests);
+
+// Which files the tensors touch (size ckpt.files().size()).
+std::vector<bool> FilesNeeded(const Checkpoint& ckpt,
+                              std::span<const uint32_t> tensors);
+
+}  // namespace weightlift::internal

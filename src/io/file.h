@@ -1,0 +1,60 @@
+// File: one open, read-only checkpoint file served by one I/O backend.
+//
+// The interface every backend implements (pread, O_DIRECT, io_uring, mmap,
+// in-memory, fault-injecting). Small on purpose: the executor only needs to
+// read exact ranges from many threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+class File {
+ public:
+  virtual ~File() = default;
+
+  // Reads exactly dst.size() bytes starting at OFFSET into DST. Loops over
+  // short reads and EINTR; never asks one system call for more than 2 GiB.
+  // A read that ends early (EOF, truncated file) is an IoError naming the
+  // file, offset, length and how many bytes arrived.
+  // REQUIRES when alignment() > 1: OFFSET, dst.data() and dst.size() are
+  //   multiples of alignment(), except that dst.size() may end exactly at
+  //   size(); then DST must have room up to the next multiple of alignment().
+  // Thread-safe: concurrent ReadAt calls on one File are allowed.
+  virtual Status ReadAt(uint64_t offset, std::span<std::byte> dst) = 0;
+
+  // Size in bytes when opened.
+  virtual uint64_t size() const = 0;
+  virtual const std::string& path() const = 0;
+  // 1 for buffered backends; the logical block size (e.g. 4096) for O_DIRECT.
+  virtual size_t alignment() const { return 1; }
+  // "pread", "direct", "uring", "mmap", "memory", ...
+  virtual std::string_view backend_name() const = 0;
+};
+
+// Concrete backends (src/io/*_file.cc).
+enum class IoBackend { kPread, kDirect, kUring, kMmap };
+
+struct IoOptions {
+  int queue_depth = 16;            // io_uring: reads in flight per ReadAt
+  size_t uring_piece_bytes = 512u << 10;  // io_uring: split reads this size
+};
+
+// Opens PATH with BACKEND. Unsupported (with the reason) when the backend
+// cannot serve the file: liburing not compiled in, io_uring_setup refused by
+// the kernel, O_DIRECT refused by the file system.
+StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
+                                         IoBackend backend,
+                                         const IoOptions& options = {});
+
+// True when this build has io_uring support compiled in.
+bool UringCompiledIn();
+
+}  // namespace weightlift::internal

@@ -1,0 +1,77 @@
+// The planner: pure computation, no I/O.
+//
+// Turns "these byte ranges of these files go to these destinations" into a
+// list of read chunks the executor can run in any order from any thread.
+// Each chunk is either read straight into its destination (direct) or into a
+// bounce/staging slot and then scattered to one or more destinations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace weightlift::internal {
+
+// A contiguous byte range of one file that must land at DST.
+// DST is an address in the destination's space (host or device); the planner
+// only does arithmetic on it.
+struct Segment {
+  uint32_t file = 0;
+  uint64_t file_offset = 0;
+  uint64_t length = 0;
+  uintptr_t dst = 0;
+  uint32_t tensor = 0;  // completion is tracked per tensor
+};
+
+// Part of a bounce chunk that goes to one destination.
+struct Scatter {
+  uint64_t chunk_offset = 0;  // from the start of the chunk's read
+  uintptr_t dst = 0;
+  uint64_t length = 0;
+  uint32_t tensor = 0;
+};
+
+struct ReadChunk {
+  uint32_t file = 0;
+  uint64_t offset = 0;   // file offset of the read (aligned for O_DIRECT)
+  uint64_t length = 0;   // bytes to read (aligned, or ending at file end)
+  // Direct chunks: read straight to direct_dst; `scatters` holds exactly one
+  // entry describing the tensor bytes it delivers (chunk_offset 0).
+  // Bounce chunks: direct_dst == 0; read into a slot, then scatter.
+  uintptr_t direct_dst = 0;
+  std::vector<Scatter> scatters;
+  bool is_direct() const { return direct_dst != 0; }
+};
+
+// What the planner needs to know about each file.
+struct PlanFile {
+  uint64_t size = 0;
+  uint64_t alignment = 1;    // the backend's required alignment (1 or 4096)
+  bool allow_direct = true;  // may reads of this file land in destinations?
+};
+
+struct PlanOptions {
+  uint64_t chunk_bytes = 8u << 20;       // largest read
+  uint64_t direct_min_bytes = 1u << 20;  // smaller segments use bounce
+};
+
+struct Plan {
+  std::vector<ReadChunk> chunks;
+  // Number of scatters (over all chunks) that deliver bytes to each tensor;
+  // a tensor is complete when that many have finished.
+  std::vector<uint32_t> pieces_per_tensor;
+  uint64_t bytes_read = 0;       // sum of chunk lengths
+  uint64_t bytes_delivered = 0;  // sum of segment lengths
+  uint64_t max_bounce_bytes = 0; // largest bounce chunk, aligned up
+};
+
+// FILES[i] describes file i. NUM_TENSORS sizes pieces_per_tensor.
+// Segments must not overlap in the destination; they may share file bytes.
+// A direct chunk is made only where the destination address and the file
+// offset agree modulo the file's alignment; edges go through bounce chunks,
+// which coalesce neighbouring ranges of one file up to chunk_bytes.
+Plan MakePlan(std::span<const Segment> segments, std::span<const PlanFile> files,
+              size_t num_tensors, const PlanOptions& options);
+
+}  // namespace weightlift::internal
