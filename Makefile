@@ -1,0 +1,86 @@
+# weightlift: set-up, build, demo, tests and benchmarks.
+#
+#   make demo   # deps + build + the main job on a synthetic checkpoint
+#   make test   # deps + build + every test (what .ci/run runs)
+#
+# Every dependency comes from Debian packages or PyPI; `make deps` is
+# idempotent (it installs only what is missing).
+
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+VENV ?= .venv
+PY := $(CURDIR)/$(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+FUZZ_SECONDS ?= 30
+BENCH_LAYOUT ?= llama2-7b
+BENCH_DIR ?= $(HOME)/.cache/weightlift/synth/$(BENCH_LAYOUT)
+
+# Debian 12 packages. python3-torch is Debian's CPU build (1.13): the CI and
+# development machines have no GPU, and PyPI's torch is a multi-GB CUDA build.
+APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
+  nlohmann-json3-dev libcli11-dev liburing-dev libgtest-dev libgmock-dev \
+  libbenchmark-dev libssl-dev clang libclang-rt-14-dev \
+  python3 python3-dev python3-venv python3-numpy python3-torch
+
+.PHONY: all deps deps-apt deps-python deps-carry build demo test test-cpp \
+  test-python fuzz bench clean
+
+all: build
+
+deps: deps-apt deps-python
+
+deps-apt:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	else echo "deps: Debian packages present"; fi
+
+# A venv over Debian's python3 that also sees Debian's torch and numpy.
+$(VENV)/.stamp: python/requirements-dev.txt
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r python/requirements-dev.txt
+	touch $@
+
+deps-python: deps-apt $(VENV)/.stamp
+
+# Header-only and static dependencies for machines that have no registry
+# (the GPU machine): copied into .deps/, which CMake searches.
+deps-carry: deps-apt
+	mkdir -p .deps/include .deps/lib
+	cp -r /usr/include/CLI .deps/include/
+	cp -r /usr/include/liburing /usr/include/liburing.h .deps/include/
+	cp /usr/lib/x86_64-linux-gnu/liburing.a .deps/lib/
+
+build: deps
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWL_BUILD_PYTHON=ON \
+	  -DPython_EXECUTABLE=$(PY)
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/weightlift demo
+
+test: build
+	$(MAKE) --no-print-directory test-cpp test-python fuzz
+
+test-cpp:
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+test-python:
+	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q tests/python
+
+fuzz:
+	CC=clang CXX=clang++ fuzz/run.sh $(FUZZ_SECONDS)
+
+bench: build
+	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \
+	  ./$(BUILD)/weightlift synth --layout $(BENCH_LAYOUT) --shards 2 $(BENCH_DIR)
+	./$(BUILD)/weightlift bench $(BENCH_DIR)
+
+clean:
+	rm -rf $(BUILD) build-fuzz
