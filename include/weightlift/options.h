@@ -65,6 +65,11 @@ struct LoadOptions {
   int copy_streams = 0;                 // CUDA streams; 0: one per thread
   double resident_threshold = 0.9;      // auto: fraction of sampled pages in
                                         // the page cache to call a file warm
+  // CUDA loads only (0 = the default tuned on the H200, see
+  // src/cuda/cuda_loader.cc). The staging ring is staging_bytes split into
+  // slots of cuda_chunk_bytes, an equal share per thread.
+  size_t cuda_chunk_bytes = 0;          // one read = one staging slot
+  size_t host_register_piece_bytes = 0; // host-register: bytes per register
 
   // InvalidArgument if a knob is out of range (names the knob and value).
   Status Validate() const;

@@ -41,10 +41,16 @@ class File {
 
 // Concrete backends (src/io/*_file.cc).
 enum class IoBackend { kPread, kDirect, kUring, kMmap };
+std::string_view IoBackendName(IoBackend b);
+
+class FaultInjector;  // io/fault_file.h
 
 struct IoOptions {
   int queue_depth = 16;            // io_uring: reads in flight per ReadAt
   size_t uring_piece_bytes = 512u << 10;  // io_uring: split reads this size
+  // Tests only: injects short reads, EINTR and EIO below the backends' retry
+  // loops (pread, direct and uring; ignored by mmap).
+  std::shared_ptr<FaultInjector> faults;
 };
 
 // Opens PATH with BACKEND. Unsupported (with the reason) when the backend

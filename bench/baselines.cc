@@ -1,0 +1,232 @@
+#include "baselines.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "io/page_cache.h"
+#include "io/raw_read.h"
+
+namespace weightlift::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Host memory for one tensor, freed with free().
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using HostBuffer = std::unique_ptr<unsigned char, FreeDeleter>;
+
+StatusOr<HostBuffer> Allocate(uint64_t size, const std::string& tensor) {
+  // 64-byte aligned like the loader's host tensors; aligned_alloc wants a
+  // multiple of the alignment.
+  const uint64_t rounded = (size + 63) / 64 * 64;
+  if (rounded < size) {
+    return Status::ResourceExhausted("tensor '" + tensor + "' too large");
+  }
+  void* p = std::aligned_alloc(64, static_cast<size_t>(rounded));
+  if (p == nullptr) {
+    return Status::ResourceExhausted("allocating " + std::to_string(size) +
+                                     " bytes for tensor '" + tensor + "'");
+  }
+  return HostBuffer(static_cast<unsigned char*>(p));
+}
+
+volatile unsigned g_sink = 0;
+
+// Keeps the copies observable so the compiler cannot drop them.
+void Consume(const std::vector<HostBuffer>& buffers,
+             const std::vector<uint64_t>& sizes) {
+  unsigned sum = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (sizes[i] > 0) sum += buffers[i].get()[sizes[i] - 1];
+  }
+  g_sink = g_sink + sum;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Weighted residency of PATHS, weights = file sizes.
+StatusOr<double> WeightedResidency(const Checkpoint& ckpt) {
+  double resident = 0, total = 0;
+  for (const FileInfo& f : ckpt.files()) {
+    WL_ASSIGN_OR_RETURN(internal::Residency r,
+                        internal::SampleResidency(f.resolved_path));
+    resident += r.fraction * static_cast<double>(f.size);
+    total += static_cast<double>(f.size);
+  }
+  return total > 0 ? resident / total : 0.0;
+}
+
+}  // namespace
+
+std::vector<std::string> CheckpointFiles(const Checkpoint& ckpt) {
+  std::vector<std::string> paths;
+  for (const FileInfo& f : ckpt.files()) {
+    const std::string& p = f.resolved_path.empty() ? f.path : f.resolved_path;
+    if (std::find(paths.begin(), paths.end(), p) == paths.end()) {
+      paths.push_back(p);
+    }
+  }
+  return paths;
+}
+
+StatusOr<double> EvictCheckpoint(const Checkpoint& ckpt) {
+  for (const std::string& p : CheckpointFiles(ckpt)) {
+    WL_RETURN_IF_ERROR(internal::EvictFromPageCache(p));
+  }
+  return WeightedResidency(ckpt);
+}
+
+StatusOr<double> ResidentFraction(const Checkpoint& ckpt) {
+  return WeightedResidency(ckpt);
+}
+
+Status WarmCheckpoint(const Checkpoint& ckpt) {
+  const std::vector<std::string> paths = CheckpointFiles(ckpt);
+  internal::RawReadOptions options;
+  options.block_bytes = 8u << 20;
+  WL_ASSIGN_OR_RETURN(internal::RawReadResult r,
+                      internal::RawBufferedRead(paths, options));
+  (void)r;
+  return Status::OK();
+}
+
+StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt) {
+  std::vector<HostBuffer> buffers;
+  std::vector<uint64_t> sizes;
+  buffers.reserve(ckpt.tensors().size());
+  sizes.reserve(ckpt.tensors().size());
+  Timing t;
+  t.method = "mmap + malloc/memcpy per tensor, 1 thread";
+  const auto start = Clock::now();
+  for (uint32_t fi = 0; fi < ckpt.files().size(); ++fi) {
+    const FileInfo& f = ckpt.files()[fi];
+    Fd fd(::open(f.resolved_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) {
+      return Status::IoErrorFromErrno(f.resolved_path + ": open", errno);
+    }
+    if (f.size == 0) continue;
+    void* map = ::mmap(nullptr, static_cast<size_t>(f.size), PROT_READ,
+                       MAP_PRIVATE, fd.get(), 0);
+    if (map == MAP_FAILED) {
+      return Status::IoErrorFromErrno(
+          f.resolved_path + ": mmap of " + std::to_string(f.size) + " bytes",
+          errno);
+    }
+    const auto* base = static_cast<const unsigned char*>(map);
+    Status status;
+    for (const TensorInfo& ti : ckpt.tensors()) {
+      if (ti.file != fi) continue;
+      // Checkpoint::Open validated offset + size <= file size.
+      StatusOr<HostBuffer> buf = Allocate(ti.size, ti.name);
+      if (!buf.ok()) {
+        status = buf.status();
+        break;
+      }
+      std::memcpy(buf->get(), base + ti.offset, static_cast<size_t>(ti.size));
+      buffers.push_back(std::move(*buf));
+      sizes.push_back(ti.size);
+      t.bytes += ti.size;
+    }
+    ::munmap(map, static_cast<size_t>(f.size));
+    WL_RETURN_IF_ERROR(status);
+  }
+  t.seconds = SecondsSince(start);
+  Consume(buffers, sizes);
+  return t;
+}
+
+StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt) {
+  std::vector<HostBuffer> buffers;
+  std::vector<uint64_t> sizes;
+  buffers.reserve(ckpt.tensors().size());
+  sizes.reserve(ckpt.tensors().size());
+  Timing t;
+  t.method = "malloc + buffered pread per tensor, 1 thread";
+  const auto start = Clock::now();
+  for (uint32_t fi = 0; fi < ckpt.files().size(); ++fi) {
+    const FileInfo& f = ckpt.files()[fi];
+    Fd fd(::open(f.resolved_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) {
+      return Status::IoErrorFromErrno(f.resolved_path + ": open", errno);
+    }
+    for (const TensorInfo& ti : ckpt.tensors()) {
+      if (ti.file != fi) continue;
+      WL_ASSIGN_OR_RETURN(HostBuffer buf, Allocate(ti.size, ti.name));
+      uint64_t done = 0;
+      while (done < ti.size) {
+        const size_t want =
+            static_cast<size_t>(std::min<uint64_t>(ti.size - done, 1u << 30));
+        const ssize_t n = ::pread(fd.get(), buf.get() + done, want,
+                                  static_cast<off_t>(ti.offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          return Status::IoErrorFromErrno(
+              f.resolved_path + ": pread of tensor '" + ti.name + "' at " +
+                  std::to_string(ti.offset + done) + " (" +
+                  std::to_string(want) + " bytes)",
+              errno);
+        }
+        if (n == 0) {
+          return Status::IoError(f.resolved_path + ": tensor '" + ti.name +
+                                 "': end of file at " +
+                                 std::to_string(ti.offset + done));
+        }
+        done += static_cast<uint64_t>(n);
+      }
+      buffers.push_back(std::move(buf));
+      sizes.push_back(ti.size);
+      t.bytes += ti.size;
+    }
+  }
+  t.seconds = SecondsSince(start);
+  Consume(buffers, sizes);
+  return t;
+}
+
+StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt, int queue_depth) {
+  internal::RawReadOptions options;
+  options.queue_depth = queue_depth;
+  options.block_bytes = 1u << 20;
+  const std::vector<std::string> paths = CheckpointFiles(ckpt);
+  WL_ASSIGN_OR_RETURN(internal::RawReadResult r,
+                      internal::RawDirectRead(paths, options));
+  return Timing{r.bytes, r.seconds, r.method};
+}
+
+StatusOr<Timing> PageCacheCeiling(const Checkpoint& ckpt, int threads) {
+  internal::RawReadOptions options;
+  options.threads = std::max(1, threads);
+  options.block_bytes = 8u << 20;
+  const std::vector<std::string> paths = CheckpointFiles(ckpt);
+  WL_ASSIGN_OR_RETURN(internal::RawReadResult r,
+                      internal::RawBufferedRead(paths, options));
+  return Timing{r.bytes, r.seconds, r.method};
+}
+
+}  // namespace weightlift::bench

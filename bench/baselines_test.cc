@@ -1,0 +1,129 @@
+#include "baselines.h"
+
+#include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "bench_runner.h"
+#include "format/synth.h"
+
+namespace weightlift::bench {
+namespace {
+
+class BaselinesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // On the build tree's file system (not tmpfs): O_DIRECT and eviction
+    // must work for the ceilings.
+    dir_ = new std::string(std::filesystem::current_path().string() +
+                           "/baselines-test-" + std::to_string(::getpid()));
+    ASSERT_TRUE(internal::Synthesize("tiny", 2, *dir_, 3).ok());
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+  static Checkpoint Open() {
+    StatusOr<Checkpoint> c = Checkpoint::Open(*dir_);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+  static std::string* dir_;
+};
+std::string* BaselinesTest::dir_ = nullptr;
+
+uint64_t FileBytes(const Checkpoint& c) {
+  uint64_t n = 0;
+  for (const FileInfo& f : c.files()) n += f.size;
+  return n;
+}
+
+TEST_F(BaselinesTest, NaiveLoadersMoveEveryTensorByte) {
+  const Checkpoint c = Open();
+  StatusOr<Timing> m = NaiveMmapCopy(c);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->bytes, c.total_bytes());
+  EXPECT_GT(m->seconds, 0);
+  StatusOr<Timing> p = NaivePreadOneThread(c);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->bytes, c.total_bytes());
+  EXPECT_GT(p->gb_per_s(), 0);
+}
+
+TEST_F(BaselinesTest, EvictThenWarm) {
+  const Checkpoint c = Open();
+  struct statfs sf;
+  if (::statfs(dir_->c_str(), &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
+    GTEST_SKIP() << "tmpfs keeps its pages: nothing to evict";
+  }
+  StatusOr<double> after = EvictCheckpoint(c);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_LT(*after, 0.5);  // ext4/xfs drop clean unmapped pages
+  ASSERT_TRUE(WarmCheckpoint(c).ok());
+  StatusOr<double> warm = ResidentFraction(c);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_GT(*warm, 0.9);
+}
+
+TEST_F(BaselinesTest, CeilingsReadWholeFiles) {
+  const Checkpoint c = Open();
+  struct statfs sf;
+  if (::statfs(dir_->c_str(), &sf) == 0 && sf.f_type == TMPFS_MAGIC) {
+    GTEST_SKIP() << "tmpfs refuses O_DIRECT";
+  }
+  StatusOr<Timing> s = StorageCeiling(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->bytes, FileBytes(c));
+  EXPECT_FALSE(s->method.empty());
+  StatusOr<Timing> p = PageCacheCeiling(c, 2);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->bytes, FileBytes(c));
+}
+
+TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
+  const Checkpoint c = Open();
+  BenchOptions o;
+  o.repeat = 2;
+  int steps = 0;
+  o.on_step = [&](const std::string&) { ++steps; };
+  StatusOr<BenchReport> r = RunBench("tiny", c, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const char* id : {kLoader, kNaiveMmap, kNaivePread}) {
+    for (Mode m : {Mode::kCold, Mode::kWarm}) {
+      const Measurement* row = r->Find(id, m);
+      ASSERT_NE(row, nullptr) << id << " " << ModeName(m);
+      EXPECT_EQ(row->seconds.size(), 2u);
+      EXPECT_EQ(row->bytes, c.total_bytes());
+      EXPECT_GT(r->Ratio(id, m), 0);
+    }
+  }
+  EXPECT_NE(r->Find(kStorageCeiling, Mode::kCold), nullptr);
+  EXPECT_NE(r->Find(kPageCacheCeiling, Mode::kWarm), nullptr);
+  EXPECT_EQ(r->Find(kPinnedCopy, Mode::kCold), nullptr);  // cpu: none
+  EXPECT_DOUBLE_EQ(r->Ratio(kLoader, Mode::kCold), 1.0);
+  EXPECT_TRUE(r->have_cold_report && r->have_warm_report);
+  EXPECT_EQ(r->cold_report.bytes, c.total_bytes());
+  EXPECT_GT(steps, 8);
+  EXPECT_GT(r->peak_rss_end, 0u);
+  const std::string table = r->ToTable();
+  EXPECT_NE(table.find("loader / naive mmap + copy"), std::string::npos);
+  EXPECT_NE(r->ToJson().find("\"naive_pread\""), std::string::npos);
+}
+
+TEST(Measurement, MedianAndBest) {
+  Measurement m;
+  m.bytes = 1'000'000'000;
+  m.seconds = {4.0, 1.0, 2.0};
+  EXPECT_DOUBLE_EQ(m.median_gbps(), 0.5);
+  EXPECT_DOUBLE_EQ(m.best_gbps(), 1.0);
+  m.seconds = {1.0, 4.0};
+  EXPECT_DOUBLE_EQ(m.median_gbps(), 0.4);
+}
+
+}  // namespace
+}  // namespace weightlift::bench

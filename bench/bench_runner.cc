@@ -1,0 +1,436 @@
+#include "bench_runner.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "baselines.h"
+#include "cuda/baselines.h"
+#include "weightlift/loader.h"
+
+namespace weightlift::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t PeakRss() {
+  struct rusage ru;
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+std::string Gbps(double v) {
+  if (v <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string Times(double v) {
+  if (v <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", v);
+  return buf;
+}
+
+std::string Bytes(uint64_t b) {
+  char buf[32];
+  if (b >= 1000ull * 1000 * 1000) {
+    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  }
+  return buf;
+}
+
+// Collects samples into rows keyed by (id, mode).
+class Rows {
+ public:
+  explicit Rows(std::vector<Measurement>* rows) : rows_(rows) {}
+  void Add(const std::string& id, const std::string& label, Mode mode,
+           uint64_t bytes, double seconds, const std::string& method) {
+    for (Measurement& m : *rows_) {
+      if (m.id == id && m.mode == mode) {
+        m.seconds.push_back(seconds);
+        m.method = method;
+        return;
+      }
+    }
+    Measurement m;
+    m.id = id;
+    m.label = label;
+    m.mode = mode;
+    m.bytes = bytes;
+    m.method = method;
+    m.seconds.push_back(seconds);
+    rows_->push_back(std::move(m));
+  }
+
+ private:
+  std::vector<Measurement>* rows_;
+};
+
+int CeilingThreads(const LoadOptions& o) {
+  if (o.threads > 0) return o.threads;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min(hw, 8u));
+}
+
+}  // namespace
+
+const char* ModeName(Mode m) { return m == Mode::kCold ? "cold" : "warm"; }
+
+double Measurement::median_gbps() const {
+  if (seconds.empty()) return 0;
+  std::vector<double> s = seconds;
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  const double med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  return med > 0 ? static_cast<double>(bytes) / med / 1e9 : 0;
+}
+
+double Measurement::best_gbps() const {
+  if (seconds.empty()) return 0;
+  const double best = *std::min_element(seconds.begin(), seconds.end());
+  return best > 0 ? static_cast<double>(bytes) / best / 1e9 : 0;
+}
+
+const Measurement* BenchReport::Find(const std::string& id, Mode mode) const {
+  for (const Measurement& m : rows) {
+    if (m.id == id && (m.mode == mode || id == kPinnedCopy)) return &m;
+  }
+  return nullptr;
+}
+
+double BenchReport::Ratio(const std::string& id, Mode mode) const {
+  const Measurement* loader = Find(kLoader, mode);
+  const Measurement* other = Find(id, mode);
+  if (loader == nullptr || other == nullptr) return 0;
+  const double o = other->median_gbps();
+  return o > 0 ? loader->median_gbps() / o : 0;
+}
+
+StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
+                               const BenchOptions& options) {
+  if (options.repeat < 1) {
+    return Status::InvalidArgument("--repeat must be >= 1, got " +
+                                   std::to_string(options.repeat));
+  }
+  const Device device = options.load.device;
+  BenchReport report;
+  report.path = path;
+  report.device = device;
+  report.files = ckpt.files().size();
+  report.tensors = ckpt.tensors().size();
+  report.bytes = ckpt.total_bytes();
+  report.repeat = options.repeat;
+  Rows rows(&report.rows);
+
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader,
+                      Loader::Create(options.load));
+  const std::string loader_label = "weightlift loader -> " + device.ToString();
+  const std::string naive_mmap_label =
+      device.is_cuda() ? "naive: mmap + cudaMemcpy per tensor"
+                       : "naive: mmap + copy per tensor";
+  const std::string naive_pread_label = "naive: 1 thread pread per tensor";
+
+  auto step = [&](Mode mode, int pass, const char* what) {
+    if (options.on_step) {
+      options.on_step(std::string(ModeName(mode)) + " " +
+                      std::to_string(pass + 1) + "/" +
+                      std::to_string(options.repeat) + ": " + what);
+    }
+  };
+  auto evict = [&]() -> Status {
+    WL_ASSIGN_OR_RETURN(double resident, EvictCheckpoint(ckpt));
+    report.max_resident_after_evict =
+        std::max(report.max_resident_after_evict, resident);
+    return Status::OK();
+  };
+  auto run_loader = [&](Mode mode) -> Status {
+    LoadCallbacks callbacks;
+    callbacks.on_progress = options.on_progress;
+    const auto start = Clock::now();
+    StatusOr<LoadResult> result = loader->Load(ckpt, {}, callbacks);
+    const double secs =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (!result.ok()) return result.status().WithContext("loader");
+    if (result->report.bytes != ckpt.total_bytes()) {
+      return Status::Internal(
+          "loader delivered " + std::to_string(result->report.bytes) +
+          " bytes of " + std::to_string(ckpt.total_bytes()));
+    }
+    std::string method;
+    for (const FileReport& f : result->report.files) {
+      if (method.find(f.path_taken) == std::string::npos) {
+        method += (method.empty() ? "" : ", ") + f.path_taken;
+      }
+    }
+    rows.Add(kLoader, loader_label, mode, ckpt.total_bytes(), secs, method);
+    if (mode == Mode::kCold) {
+      report.cold_report = result->report;
+      report.have_cold_report = true;
+    } else {
+      report.warm_report = result->report;
+      report.have_warm_report = true;
+    }
+    result = Status::Cancelled("released");  // free before the next step
+    report.peak_rss_after_loader =
+        std::max(report.peak_rss_after_loader, PeakRss());
+    return Status::OK();
+  };
+  auto run_naive_mmap = [&](Mode mode) -> Status {
+    if (device.is_cuda()) {
+      WL_ASSIGN_OR_RETURN(double secs,
+                          internal::NaiveMmapToDevice(ckpt, device.index));
+      rows.Add(kNaiveMmap, naive_mmap_label, mode, ckpt.total_bytes(), secs,
+               "mmap + synchronous cudaMemcpy per tensor from the mapping");
+    } else {
+      WL_ASSIGN_OR_RETURN(Timing t, NaiveMmapCopy(ckpt));
+      rows.Add(kNaiveMmap, naive_mmap_label, mode, t.bytes, t.seconds,
+               t.method);
+    }
+    return Status::OK();
+  };
+  auto run_naive_pread = [&](Mode mode) -> Status {
+    WL_ASSIGN_OR_RETURN(Timing t, NaivePreadOneThread(ckpt));
+    rows.Add(kNaivePread, naive_pread_label, mode, t.bytes, t.seconds,
+             t.method + " (into host memory)");
+    return Status::OK();
+  };
+
+  for (int pass = 0; pass < options.repeat; ++pass) {
+    if (options.cold) {
+      const Mode m = Mode::kCold;
+      step(m, pass, "weightlift loader");
+      WL_RETURN_IF_ERROR(evict());
+      WL_RETURN_IF_ERROR(run_loader(m));
+      if (options.ceilings) {
+        step(m, pass, "storage ceiling (O_DIRECT)");
+        WL_RETURN_IF_ERROR(evict());
+        // A file system that refuses O_DIRECT has no storage ceiling to
+        // show; say so and keep measuring the rest.
+        StatusOr<Timing> t = StorageCeiling(ckpt);
+        if (t.ok()) {
+          rows.Add(kStorageCeiling, "storage ceiling: raw O_DIRECT read", m,
+                   t->bytes, t->seconds, t->method);
+        } else if (pass == 0) {
+          report.notes.push_back("storage ceiling skipped: " +
+                                 t.status().ToString());
+        }
+      }
+      step(m, pass, "naive mmap + copy");
+      WL_RETURN_IF_ERROR(evict());
+      WL_RETURN_IF_ERROR(run_naive_mmap(m));
+      if (options.naive_pread) {
+        step(m, pass, "naive pread");
+        WL_RETURN_IF_ERROR(evict());
+        WL_RETURN_IF_ERROR(run_naive_pread(m));
+      }
+    }
+    if (options.warm) {
+      const Mode m = Mode::kWarm;
+      step(m, pass, "warming the page cache");
+      WL_RETURN_IF_ERROR(WarmCheckpoint(ckpt));
+      if (options.ceilings) {
+        step(m, pass, "page-cache ceiling (buffered read)");
+        const int threads = CeilingThreads(options.load);
+        WL_ASSIGN_OR_RETURN(Timing t, PageCacheCeiling(ckpt, threads));
+        rows.Add(kPageCacheCeiling, "page-cache ceiling: buffered read", m,
+                 t.bytes, t.seconds, t.method);
+      }
+      step(m, pass, "weightlift loader");
+      WL_RETURN_IF_ERROR(run_loader(m));
+      step(m, pass, "naive mmap + copy");
+      WL_RETURN_IF_ERROR(run_naive_mmap(m));
+      if (options.naive_pread) {
+        step(m, pass, "naive pread");
+        WL_RETURN_IF_ERROR(run_naive_pread(m));
+      }
+      WL_ASSIGN_OR_RETURN(double resident, ResidentFraction(ckpt));
+      if (resident < 0.9) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      "warm pass %d: only %.0f%% of the files' pages were "
+                      "still resident at its end (memory pressure?)",
+                      pass + 1, resident * 100);
+        report.notes.push_back(buf);
+      }
+    }
+    if (device.is_cuda() && options.ceilings) {
+      step(Mode::kWarm, pass, "pinned host->device copy");
+      const uint64_t bytes =
+          std::clamp<uint64_t>(ckpt.total_bytes(), 64ull << 20, 1ull << 30);
+      WL_ASSIGN_OR_RETURN(double gbps,
+                          internal::MeasurePinnedCopyGBps(device.index, bytes));
+      const double secs =
+          gbps > 0 ? static_cast<double>(bytes) / gbps / 1e9 : 0;
+      rows.Add(kPinnedCopy, "pinned host->device copy ceiling", Mode::kCold,
+               bytes, secs, "cudaMemcpyAsync from pinned host memory");
+    }
+  }
+  if (options.cold && report.max_resident_after_evict > 0.1) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "eviction did not take: up to %.0f%% of the pages stayed "
+                  "resident (tmpfs or pages mapped elsewhere), so the cold "
+                  "numbers are not cold reads",
+                  report.max_resident_after_evict * 100);
+    report.notes.push_back(buf);
+  }
+  report.peak_rss_end = PeakRss();
+  return report;
+}
+
+std::string BenchReport::ToTable() const {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "weightlift bench: %s\n  %llu file%s, %llu tensors, %s -> %s; "
+                "%d pass%s, median GB/s (best in --json)\n\n",
+                path.c_str(), static_cast<unsigned long long>(files),
+                files == 1 ? "" : "s", static_cast<unsigned long long>(tensors),
+                Bytes(bytes).c_str(), device.ToString().c_str(), repeat,
+                repeat == 1 ? "" : "es");
+  out += line;
+
+  // Rows in a fixed order, cold and warm side by side.
+  struct Spec {
+    const char* id;
+  };
+  const Spec order[] = {{kLoader},    {kStorageCeiling}, {kPageCacheCeiling},
+                        {kNaiveMmap}, {kNaivePread},     {kPinnedCopy}};
+  // Wide enough for the measurement labels and the ratio labels below.
+  size_t label_w = 40;
+  for (const Measurement& m : rows) label_w = std::max(label_w, m.label.size());
+  std::snprintf(line, sizeof line, "  %-*s  %10s  %10s\n", int(label_w), "",
+                "cold GB/s", "warm GB/s");
+  out += line;
+  for (const Spec& s : order) {
+    const Measurement* any = nullptr;
+    for (const Measurement& m : rows) {
+      if (m.id == s.id) any = &m;
+    }
+    if (any == nullptr) continue;
+    const Measurement* cold = Find(s.id, Mode::kCold);
+    const Measurement* warm = Find(s.id, Mode::kWarm);
+    std::snprintf(line, sizeof line, "  %-*s  %10s  %10s\n", int(label_w),
+                  any->label.c_str(),
+                  Gbps(cold ? cold->median_gbps() : 0).c_str(),
+                  Gbps(warm ? warm->median_gbps() : 0).c_str());
+    out += line;
+  }
+
+  out += "\n";
+  struct RatioSpec {
+    const char* label;
+    const char* cold_id;
+    const char* warm_id;
+  };
+  const RatioSpec ratios[] = {
+      {"loader / ceiling (storage | page cache)", kStorageCeiling,
+       kPageCacheCeiling},
+      {"loader / naive mmap + copy", kNaiveMmap, kNaiveMmap},
+      {"loader / naive pread", kNaivePread, kNaivePread},
+      {"loader / pinned host->device ceiling", kPinnedCopy, kPinnedCopy},
+  };
+  std::snprintf(line, sizeof line, "  %-*s  %10s  %10s\n", int(label_w),
+                "ratios", "cold", "warm");
+  out += line;
+  for (const RatioSpec& r : ratios) {
+    const double c = Ratio(r.cold_id, Mode::kCold);
+    const double w = Ratio(r.warm_id, Mode::kWarm);
+    if (c <= 0 && w <= 0) continue;
+    std::snprintf(line, sizeof line, "  %-*s  %10s  %10s\n", int(label_w),
+                  r.label, Times(c).c_str(), Times(w).c_str());
+    out += line;
+  }
+
+  auto paths = [&](const char* mode, const LoadReport& r) {
+    std::snprintf(line, sizeof line, "\nloader paths (%s):\n", mode);
+    out += line;
+    for (const FileReport& f : r.files) {
+      out += "  " + f.path + ": " + f.path_taken;
+      if (!f.reason.empty()) out += " (" + f.reason + ")";
+      out += "\n";
+    }
+    for (const std::string& n : r.notes) out += "  note: " + n + "\n";
+  };
+  if (have_cold_report) paths("cold", cold_report);
+  if (have_warm_report) paths("warm", warm_report);
+
+  out += "\nmethods:\n";
+  for (const Measurement& m : rows) {
+    if (m.id == kLoader) continue;
+    if (m.mode == Mode::kWarm && Find(m.id, Mode::kCold) != nullptr &&
+        m.id != kPinnedCopy) {
+      continue;  // same method as the cold row
+    }
+    out += "  " + m.label + ": " + m.method + "\n";
+  }
+  std::snprintf(line, sizeof line,
+                "\npeak RSS (getrusage): %s after the loader runs, %s at the "
+                "end (naive baselines hold every tensor at once)\n",
+                Bytes(peak_rss_after_loader).c_str(),
+                Bytes(peak_rss_end).c_str());
+  out += line;
+  for (const std::string& n : notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string BenchReport::ToJson() const {
+  using Json = nlohmann::ordered_json;
+  Json out;
+  out["path"] = path;
+  out["device"] = device.ToString();
+  out["files"] = files;
+  out["tensors"] = tensors;
+  out["bytes"] = bytes;
+  out["repeat"] = repeat;
+  Json jrows = Json::array();
+  for (const Measurement& m : rows) {
+    Json j;
+    j["id"] = m.id;
+    j["label"] = m.label;
+    j["mode"] = m.id == kPinnedCopy ? "any" : ModeName(m.mode);
+    j["method"] = m.method;
+    j["bytes"] = m.bytes;
+    j["seconds"] = m.seconds;
+    j["median_gbps"] = m.median_gbps();
+    j["best_gbps"] = m.best_gbps();
+    jrows.push_back(std::move(j));
+  }
+  out["rows"] = std::move(jrows);
+  Json ratios = Json::object();
+  for (Mode mode : {Mode::kCold, Mode::kWarm}) {
+    Json r = Json::object();
+    const char* ceiling =
+        mode == Mode::kCold ? kStorageCeiling : kPageCacheCeiling;
+    if (double v = Ratio(ceiling, mode); v > 0) r["ceiling"] = v;
+    for (const char* id : {kNaiveMmap, kNaivePread, kPinnedCopy}) {
+      if (double v = Ratio(id, mode); v > 0) r[id] = v;
+    }
+    ratios[ModeName(mode)] = std::move(r);
+  }
+  out["ratios"] = std::move(ratios);
+  Json reports = Json::object();
+  auto add_report = [&](const char* key, const LoadReport& r) {
+    Json j = Json::parse(r.ToJson(), nullptr, false);
+    reports[key] = j.is_discarded() ? Json(r.ToJson()) : j;
+  };
+  if (have_cold_report) add_report("cold", cold_report);
+  if (have_warm_report) add_report("warm", warm_report);
+  out["loader_reports"] = std::move(reports);
+  out["max_resident_after_evict"] = max_resident_after_evict;
+  out["peak_rss_after_loader_bytes"] = peak_rss_after_loader;
+  out["peak_rss_end_bytes"] = peak_rss_end;
+  out["notes"] = notes;
+  return out.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace weightlift::bench

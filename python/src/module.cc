@@ -1,0 +1,531 @@
+// weightlift._native: the thin nanobind layer under the Python package.
+//
+// Everything user-facing (safetensors-compatible names, dtype mapping,
+// torch/numpy conversion, options, progress bars) lives in the pure-Python
+// package; this module only exposes the C++ API:
+//   - Checkpoint: Checkpoint::Open and what it describes.
+//   - Loader: Loader::Create from an options dict.
+//   - Job: one load (Load or LoadInto) running on its own thread with no GIL.
+//     Python waits on it with timeouts (so Ctrl-C and progress bars work),
+//     and on_ready indices arrive through a mutex/condvar queue.
+// Loaded buffers leave as 1-D uint8 DLPack-capable arrays whose owner capsule
+// holds the C++ shared_ptr; the last view to die frees the memory.
+// Errors become Python exceptions built by a factory the package installs
+// (see weightlift/_errors.py), so the class hierarchy lives in Python.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/dtype.h"
+#include "weightlift/format_error.h"
+#include "weightlift/loader.h"
+#include "weightlift/options.h"
+#include "weightlift/report.h"
+#include "weightlift/status.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace weightlift::python {
+namespace {
+
+// ---- errors ---------------------------------------------------------------
+
+// weightlift._errors.from_status(code_name, rule_name_or_None, message):
+// returns the exception instance to raise. Installed once at import.
+nb::object& ErrorFactory() {
+  static nb::object* factory = new nb::object();  // leaked: outlives atexit
+  return *factory;
+}
+
+[[noreturn]] void Raise(const Status& status) {
+  nb::object rule = nb::none();
+  if (status.rule() != FormatError::kNone) {
+    rule = nb::str(FormatErrorName(status.rule()));
+  }
+  nb::object& factory = ErrorFactory();
+  if (!factory.is_valid() || factory.is_none()) {
+    throw std::runtime_error(status.ToString());
+  }
+  nb::object exc = factory(StatusCodeName(status.code()), rule,
+                           status.message());
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())),
+                  exc.ptr());
+  throw nb::python_error();
+}
+
+void ThrowIfError(const Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T ValueOrRaise(StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return std::move(v).value();
+}
+
+// ---- buffer ownership -----------------------------------------------------
+
+// Number of live OwnerRefs: how many exported buffers Python still holds.
+// Tests read it to prove memory is released when the last view dies.
+std::atomic<int64_t> g_live_owners{0};
+
+struct OwnerRef {
+  explicit OwnerRef(std::shared_ptr<void> p) : owner(std::move(p)) {
+    g_live_owners.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~OwnerRef() { g_live_owners.fetch_sub(1, std::memory_order_relaxed); }
+  std::shared_ptr<void> owner;
+};
+
+// [data, data + size) on DEVICE as a 1-D uint8 DLPack capsule (for
+// torch.utils.dlpack.from_dlpack), or for host memory and AS_MEMORYVIEW a
+// writable memoryview (for numpy.frombuffer). Either keeps OWNER alive until
+// the last consumer lets go. Returns None for empty tensors (DLPack consumers
+// disagree on null data pointers; Python builds empty tensors itself).
+nb::object ExportBytes(void* data, uint64_t size, const Device& device,
+                       std::shared_ptr<void> owner, bool as_memoryview) {
+  if (size == 0 || data == nullptr) return nb::none();
+  auto* ref = new OwnerRef(std::move(owner));
+  nb::capsule cap(ref, [](void* p) noexcept {
+    delete static_cast<OwnerRef*>(p);
+  });
+  size_t shape[1] = {static_cast<size_t>(size)};
+  if (as_memoryview && !device.is_cuda()) {
+    nb::ndarray<nb::memview, uint8_t, nb::ndim<1>, nb::c_contig> view(
+        data, 1, shape, cap);
+    return nb::cast(view);
+  }
+  int device_type =
+      device.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value;
+  nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig> arr(
+      data, 1, shape, cap, nullptr, nb::dtype<uint8_t>(), device_type,
+      device.is_cuda() ? device.index : 0);
+  return nb::cast(arr);
+}
+
+// ---- conversions ----------------------------------------------------------
+
+nb::tuple ShapeTuple(const std::vector<uint64_t>& shape) {
+  nb::list l;
+  for (uint64_t d : shape) l.append(d);
+  return nb::tuple(l);
+}
+
+nb::dict MetadataDict(const std::map<std::string, std::string>& m) {
+  nb::dict d;
+  for (const auto& [k, v] : m) d[nb::str(k.c_str(), k.size())] =
+      nb::str(v.c_str(), v.size());
+  return d;
+}
+
+nb::dict ReportDict(const LoadReport& r) {
+  nb::dict d;
+  d["device"] = r.device.ToString();
+  d["tensors"] = r.tensors;
+  d["bytes"] = r.bytes;
+  d["bytes_read"] = r.bytes_read;
+  d["seconds"] = r.seconds;
+  d["open_seconds"] = r.open_seconds;
+  d["alloc_seconds"] = r.alloc_seconds;
+  d["transfer_seconds"] = r.transfer_seconds;
+  d["staging_bytes"] = r.staging_bytes;
+  d["device_bytes"] = r.device_bytes;
+  d["threads"] = r.threads;
+  d["gb_per_s"] = r.gb_per_s();
+  nb::list files;
+  for (const FileReport& f : r.files) {
+    nb::dict fd;
+    fd["path"] = f.path;
+    fd["path_taken"] = f.path_taken;
+    fd["reason"] = f.reason;
+    fd["bytes"] = f.bytes;
+    files.append(fd);
+  }
+  d["files"] = files;
+  nb::list notes;
+  for (const std::string& n : r.notes) notes.append(n);
+  d["notes"] = notes;
+  d["text"] = r.ToString();
+  return d;
+}
+
+const char* HostRegisterName(HostRegisterMode m) {
+  switch (m) {
+    case HostRegisterMode::kAuto: return "auto";
+    case HostRegisterMode::kOn: return "on";
+    case HostRegisterMode::kOff: return "off";
+  }
+  return "auto";
+}
+
+StatusOr<HostRegisterMode> ParseHostRegister(const std::string& s) {
+  if (s == "auto") return HostRegisterMode::kAuto;
+  if (s == "on") return HostRegisterMode::kOn;
+  if (s == "off") return HostRegisterMode::kOff;
+  return Status::InvalidArgument("host_register: expected auto, on or off, "
+                                 "got '" + s + "'");
+}
+
+nb::dict OptionsDict(const LoadOptions& o) {
+  nb::dict d;
+  d["device"] = o.device.ToString();
+  d["backend"] = std::string(BackendName(o.backend));
+  d["gds"] = std::string(GdsModeName(o.gds));
+  d["host_register"] = HostRegisterName(o.host_register);
+  d["threads"] = o.threads;
+  d["chunk"] = o.chunk_bytes;
+  d["staging"] = o.staging_bytes;
+  d["queue_depth"] = o.queue_depth;
+  d["direct_min_bytes"] = o.direct_min_bytes;
+  d["copy_streams"] = o.copy_streams;
+  d["resident_threshold"] = o.resident_threshold;
+  return d;
+}
+
+// Keys are the names OptionsDict uses; values already normalized by Python
+// (strings for enums, ints for sizes). Unknown keys are an error.
+LoadOptions OptionsFromDict(const nb::dict& d) {
+  LoadOptions o;
+  for (auto [key, value] : d) {
+    std::string k = nb::cast<std::string>(key);
+    if (value.is_none()) continue;
+    if (k == "device") {
+      o.device = ValueOrRaise(Device::Parse(nb::cast<std::string>(value)));
+    } else if (k == "backend") {
+      o.backend = ValueOrRaise(ParseBackend(nb::cast<std::string>(value)));
+    } else if (k == "gds") {
+      o.gds = ValueOrRaise(ParseGdsMode(nb::cast<std::string>(value)));
+    } else if (k == "host_register") {
+      o.host_register =
+          ValueOrRaise(ParseHostRegister(nb::cast<std::string>(value)));
+    } else if (k == "threads") {
+      o.threads = nb::cast<int>(value);
+    } else if (k == "chunk") {
+      o.chunk_bytes = nb::cast<size_t>(value);
+    } else if (k == "staging") {
+      o.staging_bytes = nb::cast<size_t>(value);
+    } else if (k == "queue_depth") {
+      o.queue_depth = nb::cast<int>(value);
+    } else if (k == "direct_min_bytes") {
+      o.direct_min_bytes = nb::cast<size_t>(value);
+    } else if (k == "copy_streams") {
+      o.copy_streams = nb::cast<int>(value);
+    } else if (k == "resident_threshold") {
+      o.resident_threshold = nb::cast<double>(value);
+    } else {
+      Raise(Status::InvalidArgument("unknown load option '" + k + "'"));
+    }
+  }
+  ThrowIfError(o.Validate());
+  return o;
+}
+
+// ---- Checkpoint -----------------------------------------------------------
+
+struct PyCheckpoint {
+  std::shared_ptr<const Checkpoint> ckpt;
+};
+
+PyCheckpoint OpenCheckpoint(const std::string& path) {
+  StatusOr<Checkpoint> c = Status::Internal("unset");
+  {
+    nb::gil_scoped_release nogil;
+    c = Checkpoint::Open(path);
+  }
+  return PyCheckpoint{std::make_shared<const Checkpoint>(
+      ValueOrRaise(std::move(c)))};
+}
+
+// ---- Job ------------------------------------------------------------------
+
+// Shared between the loading thread (and its callbacks) and Python.
+struct JobState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<size_t> ready;  // request indices, in completion order
+  bool done = false;
+  Status status;
+  std::optional<LoadResult> result;  // Load only
+  LoadReport report;                 // LoadInto (Load: result->report)
+  std::atomic<uint64_t> progress_done{0};
+  std::atomic<uint64_t> progress_total{0};
+};
+
+class Job {
+ public:
+  // Starts Load (names) or LoadInto (dests) on a new thread. KEEPALIVE is
+  // held until the thread has ended: for LoadInto it owns the destination
+  // memory, which must outlive every write.
+  Job(std::shared_ptr<Loader> loader, std::shared_ptr<const Checkpoint> ckpt,
+      std::vector<std::string> names, std::vector<Destination> dests,
+      bool into, nb::object keepalive)
+      : loader_(std::move(loader)),
+        ckpt_(std::move(ckpt)),
+        state_(std::make_shared<JobState>()),
+        keepalive_(std::move(keepalive)),
+        into_(into) {
+    LoadCallbacks cb;
+    cb.on_ready = [st = state_](size_t index, const TensorInfo&) {
+      {
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->ready.push_back(index);
+      }
+      st->cv.notify_all();
+    };
+    cb.on_progress = [st = state_](uint64_t done, uint64_t total) {
+      st->progress_done.store(done, std::memory_order_relaxed);
+      st->progress_total.store(total, std::memory_order_relaxed);
+    };
+    thread_ = std::thread([loader = loader_, ckpt = ckpt_, st = state_,
+                           names = std::move(names), dests = std::move(dests),
+                           into, cb = std::move(cb)]() mutable {
+      Status status;
+      std::optional<LoadResult> result;
+      LoadReport report;
+      if (into) {
+        status = loader->LoadInto(*ckpt, dests, &report, cb);
+      } else {
+        StatusOr<LoadResult> r = loader->Load(*ckpt, names, cb);
+        if (r.ok()) {
+          result.emplace(std::move(r).value());
+          report = result->report;
+        } else {
+          status = r.status();
+        }
+      }
+      {
+        std::lock_guard<std::mutex> lock(st->mu);
+        st->status = std::move(status);
+        st->result = std::move(result);
+        st->report = std::move(report);
+        st->done = true;
+      }
+      st->cv.notify_all();
+    });
+  }
+
+  ~Job() {
+    if (thread_.joinable()) {
+      nb::gil_scoped_release nogil;
+      thread_.join();
+    }
+    // keepalive_ is released after the join, with the GIL held.
+  }
+
+  // True when the load has ended (successfully or not).
+  bool Wait(double timeout_s) {
+    nb::gil_scoped_release nogil;
+    std::unique_lock<std::mutex> lock(state_->mu);
+    return state_->cv.wait_for(lock, ToDuration(timeout_s),
+                               [&] { return state_->done; });
+  }
+
+  // Next ready index; -1 on timeout; -2 when the load has ended and every
+  // ready index was handed out (check status with Finish()).
+  int64_t NextReady(double timeout_s) {
+    nb::gil_scoped_release nogil;
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait_for(lock, ToDuration(timeout_s), [&] {
+      return !state_->ready.empty() || state_->done;
+    });
+    if (!state_->ready.empty()) {
+      size_t i = state_->ready.front();
+      state_->ready.pop_front();
+      return static_cast<int64_t>(i);
+    }
+    return state_->done ? -2 : -1;
+  }
+
+  nb::tuple Progress() const {
+    return nb::make_tuple(state_->progress_done.load(),
+                          state_->progress_total.load());
+  }
+
+  // Waits for the end; raises the load's error; returns the report dict.
+  nb::dict Finish() {
+    while (!Wait(3600)) {
+    }
+    Join();
+    ThrowIfError(state_->status);
+    return ReportDict(state_->report);
+  }
+
+  // After a successful Load: [(name, dtype, shape, bytes_or_None)], the
+  // bytes as ExportBytes makes them.
+  // Hands the buffers over to Python; a second call returns an empty list.
+  nb::list TakeTensors(bool as_memoryview) {
+    Finish();
+    nb::list out;
+    if (!state_->result) return out;
+    for (LoadedTensor& t : state_->result->tensors) {
+      nb::object arr = ExportBytes(t.data, t.size, t.device, t.owner,
+                                     as_memoryview);
+      out.append(nb::make_tuple(t.name, std::string(DTypeName(t.dtype)),
+                                ShapeTuple(t.shape), arr));
+      t.owner.reset();
+    }
+    state_->result.reset();
+    return out;
+  }
+
+ private:
+  static std::chrono::duration<double> ToDuration(double s) {
+    return std::chrono::duration<double>(s < 0 ? 0 : s);
+  }
+  void Join() {
+    if (thread_.joinable()) {
+      nb::gil_scoped_release nogil;
+      thread_.join();
+    }
+    keepalive_ = nb::none();
+  }
+
+  std::shared_ptr<Loader> loader_;
+  std::shared_ptr<const Checkpoint> ckpt_;
+  std::shared_ptr<JobState> state_;
+  nb::object keepalive_;
+  bool into_;
+  std::thread thread_;
+};
+
+// ---- Loader ---------------------------------------------------------------
+
+struct PyLoader {
+  std::shared_ptr<Loader> loader;
+};
+
+PyLoader CreateLoader(const nb::dict& opts) {
+  LoadOptions o = OptionsFromDict(opts);
+  StatusOr<std::unique_ptr<Loader>> l = Status::Internal("unset");
+  {
+    nb::gil_scoped_release nogil;
+    l = Loader::Create(o);
+  }
+  return PyLoader{std::shared_ptr<Loader>(ValueOrRaise(std::move(l)))};
+}
+
+Job* StartLoad(PyLoader& self, const PyCheckpoint& ckpt,
+               std::vector<std::string> names) {
+  return new Job(self.loader, ckpt.ckpt, std::move(names), {}, false,
+                 nb::none());
+}
+
+// DESTS: [(name, address, size)]; KEEPALIVE owns that memory.
+Job* StartLoadInto(PyLoader& self, const PyCheckpoint& ckpt,
+                   const std::vector<std::tuple<std::string, uintptr_t,
+                                                uint64_t>>& dests,
+                   nb::object keepalive) {
+  std::vector<Destination> d;
+  d.reserve(dests.size());
+  for (const auto& [name, addr, size] : dests) {
+    d.push_back(Destination{name, reinterpret_cast<void*>(addr), size});
+  }
+  return new Job(self.loader, ckpt.ckpt, {}, std::move(d), true,
+                 std::move(keepalive));
+}
+
+}  // namespace
+}  // namespace weightlift::python
+
+NB_MODULE(_native, m) {
+  using namespace weightlift;
+  using namespace weightlift::python;
+  m.doc() = "weightlift C++ core (use the weightlift package, not this)";
+
+  m.def("_set_error_factory",
+        [](nb::object f) { ErrorFactory() = std::move(f); });
+  m.def("_live_buffers", [] { return g_live_owners.load(); },
+        "Exported buffers still alive (for tests).");
+  m.def("default_options", [] { return OptionsDict(LoadOptions{}); });
+  m.def("dtype_bits", [](const std::string& name) -> int {
+    std::optional<DType> d = ParseDType(name);
+    if (!d) Raise(Status::InvalidArgument("unknown dtype '" + name + "'"));
+    return DTypeBits(*d);
+  });
+  m.def("dtype_names", [] {
+    nb::list l;
+    for (int i = 0; i < kNumDTypes; ++i) {
+      l.append(std::string(DTypeName(static_cast<DType>(i))));
+    }
+    return l;
+  });
+
+  nb::class_<PyCheckpoint>(m, "Checkpoint")
+      .def_static("open", &OpenCheckpoint, "path"_a)
+      .def_prop_ro("index_path",
+                   [](const PyCheckpoint& c) { return c.ckpt->index_path(); })
+      .def_prop_ro("total_bytes",
+                   [](const PyCheckpoint& c) { return c.ckpt->total_bytes(); })
+      .def("__len__",
+           [](const PyCheckpoint& c) { return c.ckpt->tensors().size(); })
+      // [(name, dtype, shape, file, offset, size)] sorted by (file, offset).
+      .def("tensors",
+           [](const PyCheckpoint& c) {
+             nb::list l;
+             for (const TensorInfo& t : c.ckpt->tensors()) {
+               l.append(nb::make_tuple(t.name,
+                                       std::string(DTypeName(t.dtype)),
+                                       ShapeTuple(t.shape), t.file, t.offset,
+                                       t.size));
+             }
+             return l;
+           })
+      .def("files",
+           [](const PyCheckpoint& c) {
+             nb::list l;
+             for (const FileInfo& f : c.ckpt->files()) {
+               nb::dict d;
+               d["path"] = f.path;
+               d["resolved_path"] = f.resolved_path;
+               d["size"] = f.size;
+               d["header_size"] = f.header_size;
+               d["data_offset"] = f.data_offset;
+               d["metadata"] = MetadataDict(f.metadata);
+               l.append(d);
+             }
+             return l;
+           })
+      .def("metadata",
+           [](const PyCheckpoint& c) {
+             return MetadataDict(c.ckpt->metadata());
+           })
+      .def("index_of", [](const PyCheckpoint& c, const std::string& name) {
+        return c.ckpt->IndexOf(name);
+      });
+
+  nb::class_<Job>(m, "Job")
+      .def("wait", &Job::Wait, "timeout"_a)
+      .def("next_ready", &Job::NextReady, "timeout"_a)
+      .def("progress", &Job::Progress)
+      .def("finish", &Job::Finish)
+      .def("take_tensors", &Job::TakeTensors, "memoryview"_a = false);
+
+  nb::class_<PyLoader>(m, "Loader")
+      .def(nb::new_(&CreateLoader), "options"_a)
+      .def("options",
+           [](const PyLoader& l) { return OptionsDict(l.loader->options()); })
+      .def("start_load", &StartLoad, "checkpoint"_a, "names"_a,
+           nb::rv_policy::take_ownership)
+      .def("start_load_into", &StartLoadInto, "checkpoint"_a, "dests"_a,
+           "keepalive"_a, nb::rv_policy::take_ownership);
+}

@@ -1,0 +1,84 @@
+"""weightlift: fast, strict safetensors loading into GPU or host memory.
+
+Drop-in for safetensors (same names, same results):
+
+    from weightlift import safe_open
+    from weightlift.torch import load_file      # safetensors.torch
+    from weightlift.numpy import load_file      # safetensors.numpy
+
+Beyond it:
+
+    load_checkpoint(path, device=..., **options) -> dict (with .report)
+    iter_tensors(path, device=..., **options)    -> (name, tensor) as each lands
+    load_into(module_or_state_dict, path, strict=True) -> LoadReport
+    weightlift.transformers.from_pretrained(model_dir, device="cuda:0")
+
+Options are keyword arguments (see ``default_options()``); errors are
+WeightliftError subclasses (see weightlift._errors). Returned tensors are
+zero-copy views of the loader's memory and free it when the last one dies.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from . import _core
+from ._errors import (CancelledError, CudaError, FormatError,
+                      InternalError, InvalidArgumentError, NotFoundError,
+                      ResourceExhaustedError, TensorNotFoundError,
+                      UnsupportedError, WeightliftError, WeightliftIOError)
+from ._iter import TensorIterator, iter_tensors
+from ._load_into import load_into
+from ._safe_open import SafeSlice, TensorInfo, safe_open
+from .report import FileReport, LoadReport
+
+__version__ = "0.1.0"
+
+last_report = _core.last_report
+
+
+def default_options() -> Dict[str, Any]:
+    """The C++ LoadOptions defaults, by keyword name."""
+    from . import _native
+    return dict(_native.default_options())
+
+
+class StateDict(dict):
+    """A plain dict of name -> tensor, plus ``.report`` (the LoadReport)."""
+
+    report: LoadReport
+
+
+def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
+                    progress: bool = False, **options) -> StateDict:
+    """Loads a whole checkpoint: one .safetensors file, a
+    model.safetensors.index.json, or a directory of shards. Returns every
+    tensor (file order) in a dict with ``.report`` attached."""
+    from . import _dtypes
+    from ._options import device_string
+
+    np = framework in ("np", "numpy")
+    if not np and framework not in ("pt", "torch"):
+        raise ValueError(f"framework must be 'pt' or 'np', got {framework!r}")
+    dev = device_string(device)
+    if np and dev != "cpu":
+        raise ValueError("framework 'np' loads into host memory only")
+    items, dev, report = _core.load_raw(
+        path, progress=progress, numpy=np, device=dev, **options)
+    out = StateDict()
+    for name, dt, shape, data in items:
+        out[name] = (_dtypes.to_numpy(dt, shape, data) if np
+                     else _dtypes.to_torch(dt, shape, data, dev))
+    out.report = report
+    return out
+
+
+__all__ = [
+    "CancelledError", "CudaError", "FileReport", "FormatError",
+    "InternalError", "InvalidArgumentError", "LoadReport", "NotFoundError",
+    "ResourceExhaustedError", "SafeSlice", "StateDict", "TensorInfo",
+    "TensorIterator", "TensorNotFoundError", "UnsupportedError",
+    "WeightliftError", "WeightliftIOError", "default_options",
+    "iter_tensors", "last_report", "load_checkpoint", "load_into",
+    "safe_open",
+]

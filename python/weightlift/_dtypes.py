@@ -1,0 +1,199 @@
+"""Safetensors dtype strings -> torch / numpy dtypes and returned shapes.
+
+What each safetensors dtype becomes (torch; numpy is the same where numpy
+or ml_dtypes has the type):
+
+=============  ==========================================================
+BOOL .. C64    the matching torch dtype, same shape (U16/U32/U64 need
+               torch >= 2.3; older torch raises UnsupportedError, as
+               safetensors itself fails there)
+F8_E4M3        torch.float8_e4m3fn   (torch >= 2.1)
+F8_E5M2        torch.float8_e5m2     (torch >= 2.1)
+F8_E4M3FNUZ    torch.float8_e4m3fnuz (where torch has it)
+F8_E5M2FNUZ    torch.float8_e5m2fnuz (where torch has it)
+F8_E8M0        torch.float8_e8m0fnu where torch has it (as safetensors
+               returns), else torch.uint8 with the same shape: one byte per
+               element, the raw biased exponent (value = 2**(byte - 127),
+               0xFF = NaN)
+F4             packed fp4 e2m1, two elements per byte. When the last
+               dimension is even: torch.float4_e2m1fn_x2 where torch has it
+               (as safetensors returns), else torch.uint8, with the shape
+               [..., last // 2]. Otherwise (odd last dimension, scalar):
+               1-D torch.uint8 of the raw bytes. Bytes are exactly as in
+               the file; by the common convention (OCP MX, torch's _x2 type)
+               element 2*i sits in the low nibble, 2*i+1 in the high nibble.
+F6_E2M3/E3M2   1-D torch.uint8 of the raw packed bytes (four 6-bit elements
+               per three bytes, exactly as stored; the element count is
+               numel = prod(shape) and len == numel * 6 // 8). Neither torch
+               nor safetensors has a type for them.
+=============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence, Tuple
+
+from ._errors import UnsupportedError
+
+_TORCH_NAMES = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "I16": "int16",
+    "U16": "uint16",
+    "I32": "int32",
+    "U32": "uint32",
+    "I64": "int64",
+    "U64": "uint64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz",
+}
+
+# Element bits (mirror of DTypeBits in C++).
+BITS = {
+    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8,
+    "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64,
+    "U64": 64,
+}
+
+_NUMPY_NAMES = {
+    "BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16",
+    "U16": "uint16", "I32": "int32", "U32": "uint32", "I64": "int64",
+    "U64": "uint64", "F16": "float16", "F32": "float32", "F64": "float64",
+    "C64": "complex64",
+}
+# Types numpy lacks, taken from ml_dtypes when it is installed.
+_ML_DTYPES_NAMES = {
+    "BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+    "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
+    "F8_E8M0": "float8_e8m0fnu",
+}
+
+
+def numel(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def nbytes(dtype: str, shape: Sequence[int]) -> int:
+    return numel(shape) * BITS[dtype] // 8
+
+
+def _packed_shape(dtype: str, shape: Tuple[int, ...]):
+    """(shape, packed_x2) for sub-byte dtypes; see the module docstring."""
+    if dtype == "F4" and len(shape) >= 1 and shape[-1] % 2 == 0:
+        return tuple(shape[:-1]) + (shape[-1] // 2,), True
+    return (nbytes(dtype, shape),), False
+
+
+def torch_layout(dtype: str, shape: Sequence[int]):
+    """(torch dtype, shape) of the tensor weightlift returns."""
+    import torch
+
+    shape = tuple(int(d) for d in shape)
+    if dtype in ("F4", "F6_E2M3", "F6_E3M2"):
+        pshape, x2 = _packed_shape(dtype, shape)
+        f4 = getattr(torch, "float4_e2m1fn_x2", None)
+        if x2 and f4 is not None:
+            return f4, pshape
+        return torch.uint8, pshape
+    if dtype == "F8_E8M0":
+        return getattr(torch, "float8_e8m0fnu", torch.uint8), shape
+    name = _TORCH_NAMES.get(dtype)
+    if name is None:
+        raise UnsupportedError(f"unknown dtype {dtype!r}", code="Unsupported")
+    tdt = getattr(torch, name, None)
+    if tdt is None:
+        raise UnsupportedError(
+            f"dtype {dtype} needs torch.{name}, which torch "
+            f"{torch.__version__} does not have", code="Unsupported")
+    return tdt, shape
+
+
+def numpy_layout(dtype: str, shape: Sequence[int]):
+    """(numpy dtype, shape) of the array weightlift returns."""
+    import numpy as np
+
+    shape = tuple(int(d) for d in shape)
+    if dtype in ("F4", "F6_E2M3", "F6_E3M2"):
+        pshape, _ = _packed_shape(dtype, shape)
+        return np.dtype(np.uint8), pshape
+    name = _NUMPY_NAMES.get(dtype)
+    if name is not None:
+        return np.dtype(name), shape
+    ml_name = _ML_DTYPES_NAMES.get(dtype)
+    if ml_name is not None:
+        try:
+            import ml_dtypes  # optional
+            return np.dtype(getattr(ml_dtypes, ml_name)), shape
+        except (ImportError, AttributeError):
+            if dtype == "F8_E8M0":
+                return np.dtype(np.uint8), shape
+            raise UnsupportedError(
+                f"dtype {dtype} has no numpy type (install ml_dtypes, or use "
+                f"framework='pt')", code="Unsupported") from None
+    raise UnsupportedError(f"unknown dtype {dtype!r}", code="Unsupported")
+
+
+def to_torch(dtype: str, shape: Sequence[int], data: Any, device: str):
+    """Zero-copy torch view of DATA (1-D uint8 DLPack capsule, or None for
+    an empty tensor) as DTYPE with SHAPE."""
+    import torch
+
+    tdt, tshape = torch_layout(dtype, shape)
+    if data is None:
+        return torch.empty(tshape, dtype=tdt, device=device)
+    t = torch.utils.dlpack.from_dlpack(data)
+    if tdt != torch.uint8:
+        t = t.view(tdt)
+    return t.reshape(tshape)
+
+
+def to_numpy(dtype: str, shape: Sequence[int], data: Any):
+    import numpy as np
+
+    ndt, nshape = numpy_layout(dtype, shape)
+    if data is None:
+        return np.empty(nshape, dtype=ndt)
+    a = np.frombuffer(data, dtype=np.uint8)  # zero-copy, keeps DATA alive
+    if ndt != np.uint8:
+        a = a.view(ndt)
+    return a.reshape(nshape)
+
+
+def torch_dtype_to_safetensors(tdt) -> str:
+    """Reverse mapping for error messages and checks."""
+    import torch
+
+    for k, name in _TORCH_NAMES.items():
+        if getattr(torch, name, None) == tdt:
+            return k
+    return str(tdt)
+
+
+def view_torch(buf, dtype: str, shape: Sequence[int]):
+    """View a 1-D uint8 torch buffer (or None) as the returned layout."""
+    import torch
+
+    tdt, tshape = torch_layout(dtype, shape)
+    if buf is None:
+        return torch.empty(tshape, dtype=tdt)
+    return (buf if tdt == torch.uint8 else buf.view(tdt)).reshape(tshape)
+
+
+def view_numpy(buf, dtype: str, shape: Sequence[int]):
+    import numpy as np
+
+    ndt, nshape = numpy_layout(dtype, shape)
+    if buf is None:
+        return np.empty(nshape, dtype=ndt)
+    return (buf if ndt == np.uint8 else buf.view(ndt)).reshape(nshape)

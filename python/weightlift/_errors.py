@@ -1,0 +1,116 @@
+"""Exception classes: one per C++ StatusCode, each also a familiar builtin.
+
+Every exception raised by the C++ core carries the C++ Status message
+unchanged, plus ``.code`` (the StatusCode name, e.g. ``"Corruption"``) and
+``.rule`` (for format violations, the FormatError name such as
+``"range_overlap"``; otherwise ``None``).
+"""
+
+from __future__ import annotations
+
+
+class WeightliftError(Exception):
+    """Base class of every weightlift error."""
+
+    code: str = "Unknown"
+
+    def __init__(self, message: str = "", *, code: str | None = None,
+                 rule: str | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.rule = rule
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArgumentError(WeightliftError, ValueError):
+    """The caller asked for something impossible (bad option, bad target)."""
+
+    code = "InvalidArgument"
+
+
+class FormatError(WeightliftError, ValueError):
+    """The bytes break the safetensors format; ``.rule`` names the rule."""
+
+    code = "Corruption"
+
+
+class WeightliftIOError(WeightliftError, OSError):
+    """A system call failed or came back short."""
+
+    code = "IoError"
+
+    def __init__(self, message: str = "", *, code: str | None = None,
+                 rule: str | None = None):
+        # OSError(msg) alone keeps errno None and str() == msg.
+        WeightliftError.__init__(self, message, code=code, rule=rule)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotFoundError(WeightliftIOError, FileNotFoundError):
+    """A file, shard or tensor does not exist."""
+
+    code = "NotFound"
+
+
+class TensorNotFoundError(WeightliftError, KeyError):
+    """A tensor name asked of an open checkpoint is not in it."""
+
+    code = "NotFound"
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.message
+
+
+class UnsupportedError(WeightliftError, NotImplementedError):
+    """A backend or feature is unavailable on this build or machine."""
+
+    code = "Unsupported"
+
+
+class ResourceExhaustedError(WeightliftError, MemoryError):
+    """Out of host or device memory, or a limit was hit."""
+
+    code = "ResourceExhausted"
+
+
+class CudaError(WeightliftError, RuntimeError):
+    """The CUDA runtime or driver failed."""
+
+    code = "CudaError"
+
+
+class CancelledError(WeightliftError):
+    """Stopped because another part of the load failed."""
+
+    code = "Cancelled"
+
+
+class InternalError(WeightliftError, RuntimeError):
+    """A bug in weightlift."""
+
+    code = "Internal"
+
+
+_BY_CODE = {
+    "InvalidArgument": InvalidArgumentError,
+    "NotFound": NotFoundError,
+    "Corruption": FormatError,
+    "IoError": WeightliftIOError,
+    "Unsupported": UnsupportedError,
+    "ResourceExhausted": ResourceExhaustedError,
+    "CudaError": CudaError,
+    "Cancelled": CancelledError,
+    "Internal": InternalError,
+}
+
+
+def from_status(code: str, rule: str | None, message: str) -> WeightliftError:
+    """Builds the exception for a C++ Status (called by the native module)."""
+    cls = _BY_CODE.get(code, WeightliftError)
+    return cls(message, code=code, rule=rule)

@@ -1,0 +1,181 @@
+"""``load_into``: fill existing tensors in place (Loader::LoadInto).
+
+No extra device memory: the loader writes straight into each parameter's
+or buffer's own storage (``data_ptr()``). Every target must already have
+the checkpoint's dtype and shape (as weightlift returns them, see
+weightlift._dtypes), be contiguous, and live on cpu or a CUDA device (not
+meta: materialize first, e.g. ``module.to_empty(device=...)``). Tied
+weights (several names over the same memory) are written once, and a name
+missing from the checkpoint is fine when one of its aliases is present.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Tuple
+
+from . import _core, _dtypes
+from ._errors import InvalidArgumentError
+from ._options import device_string
+from .report import LoadReport
+
+_MAX_LISTED = 10
+
+
+def _targets(target: Any) -> Dict[str, Any]:
+    if hasattr(target, "state_dict") and callable(target.state_dict):
+        return dict(target.state_dict(keep_vars=True))
+    if isinstance(target, Mapping):
+        return dict(target)
+    raise TypeError(f"load_into: expected an nn.Module or a state dict "
+                    f"(mapping of name to tensor), got {type(target)!r}")
+
+
+def _describe(t: Any) -> Tuple[str, Any, Tuple[int, ...], int, int, bool]:
+    """(device, dtype, shape, data address, nbytes, contiguous) of a torch
+    tensor or numpy array."""
+    if hasattr(t, "data_ptr"):  # torch
+        if t.is_meta if hasattr(t, "is_meta") else t.device.type == "meta":
+            raise InvalidArgumentError(
+                "is on the meta device (no memory); materialize it first, "
+                "e.g. module.to_empty(device=...)", code="InvalidArgument")
+        dev = t.device
+        dev_s = "cpu" if dev.type == "cpu" else (
+            f"cuda:{dev.index if dev.index is not None else 0}"
+            if dev.type == "cuda" else str(dev))
+        return (dev_s, t.dtype, tuple(t.shape), t.data_ptr(),
+                t.numel() * t.element_size(), t.is_contiguous())
+    if hasattr(t, "ctypes") and hasattr(t, "flags"):  # numpy
+        if not t.flags.writeable:
+            raise InvalidArgumentError("is a read-only numpy array",
+                                       code="InvalidArgument")
+        return ("cpu", t.dtype, tuple(t.shape), t.ctypes.data, t.nbytes,
+                bool(t.flags.c_contiguous))
+    raise InvalidArgumentError(f"is a {type(t)!r}, not a tensor",
+                               code="InvalidArgument")
+
+
+def _expected(t: Any, dt: str, shape) -> Tuple[Any, Tuple[int, ...]]:
+    if hasattr(t, "data_ptr"):
+        return _dtypes.torch_layout(dt, shape)
+    return _dtypes.numpy_layout(dt, shape)
+
+
+def _listing(names: List[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:_MAX_LISTED])
+    more = len(names) - _MAX_LISTED
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
+              progress: bool = False, **options) -> LoadReport:
+    """Loads CHECKPOINT (file, index or directory) into the existing tensors
+    of TARGET (an nn.Module's state_dict, or a mapping name -> tensor).
+
+    With STRICT, every target name must be in the checkpoint (directly or
+    through an alias) and every checkpoint tensor must have a target;
+    otherwise only the names both have are loaded. Returns the LoadReport
+    with ``missing_keys`` and ``unexpected_keys``. Load options (backend,
+    threads, ...) are keyword arguments; ``device`` is taken from the
+    targets.
+    """
+    want_device = options.pop("device", None)
+    targets = _targets(target)
+    ckpt = _core.open_checkpoint(checkpoint)
+    infos = {name: (dt, shape, size)
+             for name, dt, shape, _, _, size in ckpt.tensors()}
+
+    errors: List[str] = []
+    described = {}
+    groups: Dict[Tuple[str, int, int], List[str]] = {}
+    for name, t in targets.items():
+        try:
+            d = _describe(t)
+        except InvalidArgumentError as e:
+            if name in infos:
+                errors.append(f"{name!r} {e.message}")
+            continue
+        described[name] = d
+        key = (d[0], d[3], d[4]) if d[4] else ("empty", id(t), 0)
+        groups.setdefault(key, []).append(name)
+
+    missing: List[str] = []
+    loaded = set()
+    per_device: Dict[str, List[Tuple[str, int, int]]] = {}
+    for names in groups.values():
+        present = [n for n in names if n in infos]
+        if not present:
+            missing.extend(names)
+            continue
+        loaded.update(present)
+        name = present[0]
+        dev, tdt, tshape, ptr, nbytes, contiguous = described[name]
+        dt, shape, size = infos[name]
+        exp_dtype, exp_shape = _expected(targets[name], dt, shape)
+        if tdt != exp_dtype:
+            errors.append(f"{name!r}: dtype mismatch: checkpoint has {dt} "
+                          f"({exp_dtype}), target is {tdt}")
+        elif tshape != tuple(exp_shape):
+            errors.append(f"{name!r}: shape mismatch: checkpoint has "
+                          f"{list(exp_shape)}, target is {list(tshape)}")
+        elif not contiguous:
+            errors.append(f"{name!r}: target is not contiguous (load_into "
+                          f"writes raw bytes; call .contiguous() first)")
+        elif nbytes != size:
+            errors.append(f"{name!r}: target holds {nbytes} bytes, the "
+                          f"checkpoint {size}")
+        elif dev not in ("cpu",) and not dev.startswith("cuda:"):
+            errors.append(f"{name!r}: device {dev} is not supported")
+        elif size:
+            per_device.setdefault(dev, []).append((name, ptr, size))
+    if errors:
+        raise InvalidArgumentError(
+            f"load_into {_describe_ckpt(ckpt)}: {len(errors)} tensor(s) "
+            f"cannot be loaded: " + "; ".join(errors[:_MAX_LISTED])
+            + (f"; and {len(errors) - _MAX_LISTED} more"
+               if len(errors) > _MAX_LISTED else ""),
+            code="InvalidArgument")
+    unexpected = [n for n in infos if n not in loaded]
+    if strict and (missing or unexpected):
+        parts = []
+        if missing:
+            parts.append(f"missing from the checkpoint: {_listing(missing)}")
+        if unexpected:
+            parts.append(f"not in the target: {_listing(unexpected)}")
+        raise InvalidArgumentError(
+            f"load_into {_describe_ckpt(ckpt)} (strict): "
+            + "; ".join(parts), code="InvalidArgument")
+    if want_device is not None:
+        want = device_string(want_device)
+        if any(dev != want for dev in per_device):
+            raise InvalidArgumentError(
+                f"load_into: device={want} but the targets are on "
+                f"{sorted(per_device)}", code="InvalidArgument")
+
+    reports = []
+    for dev, dests in per_device.items():
+        if dev.startswith("cuda"):
+            import torch
+            # Work queued on the targets (e.g. to_empty, earlier kernels)
+            # must finish before the loader's streams write into them.
+            torch.cuda.synchronize(dev)
+        loader = _core.make_loader(dict(options, device=dev))
+        total = sum(s for _, _, s in dests)
+        job = loader.start_load_into(ckpt, dests, targets)
+        reports.append(_core.wait(job, progress, total))
+    report = LoadReport.merge(reports) or LoadReport(
+        {"device": want_device and device_string(want_device) or "cpu",
+         "tensors": 0, "bytes": 0, "bytes_read": 0, "seconds": 0.0,
+         "open_seconds": 0.0, "alloc_seconds": 0.0, "transfer_seconds": 0.0,
+         "staging_bytes": 0, "device_bytes": 0, "threads": 0,
+         "gb_per_s": 0.0})
+    report.missing_keys = missing
+    report.unexpected_keys = unexpected
+    _core.set_last_report(report)
+    return report
+
+
+def _describe_ckpt(ckpt) -> str:
+    files = ckpt.files()
+    if ckpt.index_path:
+        return ckpt.index_path
+    return files[0]["path"] if len(files) == 1 else f"{len(files)} files"

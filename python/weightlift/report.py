@@ -1,0 +1,89 @@
+"""LoadReport: what a load did and why, as a Python object."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+
+class FileReport:
+    """One file of a load: which path served it and why."""
+
+    __slots__ = ("path", "path_taken", "reason", "bytes")
+
+    def __init__(self, path: str, path_taken: str, reason: str, bytes: int):
+        self.path = path
+        self.path_taken = path_taken
+        self.reason = reason
+        self.bytes = bytes
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __repr__(self) -> str:
+        return (f"FileReport(path={self.path!r}, path_taken="
+                f"{self.path_taken!r}, reason={self.reason!r}, "
+                f"bytes={self.bytes})")
+
+
+class LoadReport:
+    """Bytes, timings, threads and the path each file took.
+
+    Attributes mirror the C++ LoadReport: ``device``, ``tensors``, ``bytes``,
+    ``bytes_read``, ``seconds``, ``open_seconds``, ``alloc_seconds``,
+    ``transfer_seconds``, ``staging_bytes``, ``device_bytes``, ``threads``,
+    ``gb_per_s``, ``files`` (list of FileReport) and ``notes`` (fallbacks and
+    warnings). ``load_into`` adds ``missing_keys`` and ``unexpected_keys``.
+    ``str(report)`` is the C++ LoadReport::ToString() text.
+    """
+
+    _FIELDS = ("device", "tensors", "bytes", "bytes_read", "seconds",
+               "open_seconds", "alloc_seconds", "transfer_seconds",
+               "staging_bytes", "device_bytes", "threads", "gb_per_s")
+
+    def __init__(self, data: Dict[str, Any]):
+        for k in self._FIELDS:
+            setattr(self, k, data.get(k))
+        self.files: List[FileReport] = [FileReport(**f)
+                                        for f in data.get("files", [])]
+        self.notes: List[str] = list(data.get("notes", []))
+        self.missing_keys: List[str] = []
+        self.unexpected_keys: List[str] = []
+        self._text: str = data.get("text", "")
+
+    @staticmethod
+    def merge(reports: List["LoadReport"]) -> Optional["LoadReport"]:
+        """One report for several loads run one after another."""
+        if not reports:
+            return None
+        if len(reports) == 1:
+            return reports[0]
+        d = reports[0].as_dict()
+        for r in reports[1:]:
+            for k in ("tensors", "bytes", "bytes_read", "seconds",
+                      "open_seconds", "alloc_seconds", "transfer_seconds",
+                      "device_bytes"):
+                d[k] += getattr(r, k)
+            d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes)
+            d["files"] += [f.as_dict() for f in r.files]
+            d["notes"] += r.notes
+            d["device"] += "," + r.device
+        d["gb_per_s"] = d["bytes"] / d["seconds"] / 1e9 if d["seconds"] else 0
+        d["text"] = "\n".join(str(r) for r in reports)
+        return LoadReport(d)
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = {k: getattr(self, k) for k in self._FIELDS}
+        d["files"] = [f.as_dict() for f in self.files]
+        d["notes"] = list(self.notes)
+        if self.missing_keys or self.unexpected_keys:
+            d["missing_keys"] = list(self.missing_keys)
+            d["unexpected_keys"] = list(self.unexpected_keys)
+        return d
+
+    def __str__(self) -> str:
+        return self._text or repr(self)
+
+    def __repr__(self) -> str:
+        return (f"<LoadReport {self.tensors} tensors, {self.bytes} bytes in "
+                f"{self.seconds:.3f} s ({self.gb_per_s:.2f} GB/s) on "
+                f"{self.device}>")

@@ -1,0 +1,68 @@
+"""Drop-in for ``safetensors.torch``: same names, same results.
+
+    from weightlift.torch import load_file   # was: from safetensors.torch
+
+Tensors are zero-copy views of memory the C++ loader allocated (on the
+requested device); they stay valid for as long as any of them lives.
+Load options (backend, threads, ...) may be passed as keyword arguments; see
+``weightlift._options``. ``save_file``/``save`` are forwarded to the
+safetensors package when it is installed (weightlift only reads).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+from . import _core, _dtypes
+from ._options import device_string
+
+
+def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
+              **options) -> Dict[str, "torch.Tensor"]:  # noqa: F821
+    """Loads every tensor of FILENAME (a .safetensors file, an index or a
+    checkpoint directory) onto DEVICE. Keys are in file order, as
+    safetensors returns them."""
+    items, dev, _ = _core.load_raw(filename, progress=progress,
+                                   device=device_string(device), **options)
+    return {name: _dtypes.to_torch(dt, shape, data, dev)
+            for name, dt, shape, data in items}
+
+
+def load(data: bytes, **options) -> Dict[str, "torch.Tensor"]:  # noqa: F821
+    """Loads a safetensors file held in memory (CPU tensors)."""
+    from ._memfile import bytes_path
+    with bytes_path(data) as path:
+        return load_file(path, device="cpu", **options)
+
+
+def load_model(model, filename: Any, strict: bool = True,
+               device: Any = "cpu", **options):
+    """Like safetensors.torch.load_model: fills MODEL from FILENAME in place.
+    Returns (missing, unexpected) key lists. DEVICE is accepted for
+    compatibility; tensors land on each parameter's own device."""
+    from ._load_into import load_into
+    report = load_into(model, filename, strict=strict, **options)
+    return report.missing_keys, report.unexpected_keys
+
+
+def _safetensors_torch():
+    try:
+        import safetensors.torch as st
+    except ImportError as e:  # pragma: no cover - depends on install
+        raise ImportError("weightlift only reads checkpoints; saving needs "
+                          "the safetensors package") from e
+    return st
+
+
+def save_file(tensors: Dict[str, Any], filename: Any,
+              metadata: Optional[Dict[str, str]] = None) -> None:
+    """Forwarded to safetensors.torch.save_file."""
+    _safetensors_torch().save_file(tensors, os.fspath(filename),
+                                   metadata=metadata)
+
+
+def save(tensors: Dict[str, Any],
+         metadata: Optional[Dict[str, str]] = None) -> bytes:
+    """Forwarded to safetensors.torch.save."""
+    return _safetensors_torch().save(tensors, metadata=metadata)

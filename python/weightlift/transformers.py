@@ -1,0 +1,151 @@
+"""Build a Hugging Face transformers model and load its weights in place.
+
+    from weightlift.transformers import from_pretrained
+    model = from_pretrained("path/to/model_dir", device="cuda:0")
+
+Steps, and why:
+1. The model is built from its config with every *parameter* on the meta
+   device (no memory, no random init work) while *buffers* are built for
+   real on the CPU, exactly as transformers' own from_pretrained does
+   (accelerate's init_empty_weights(include_buffers=False)). Non-persistent
+   buffers such as rotary ``inv_freq`` are not in the checkpoint; building
+   them normally gives the very values transformers computes.
+2. ``to_empty(device=...)`` allocates every parameter and buffer on the
+   target device (uninitialized); the CPU-built buffers are copied back in.
+3. ``weightlift.load_into`` fills the parameters straight from the
+   checkpoint files into their device memory (no second copy).
+4. Weights are tied as transformers does (``model.tie_weights()``), the
+   generation config is read when present, and the model is set to eval().
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from typing import Any, Optional
+
+from ._load_into import load_into
+from ._options import device_string
+
+
+@contextlib.contextmanager
+def _parameters_on_meta():
+    """Registers every new nn.Parameter on the meta device; buffers and
+    everything else are created normally."""
+    import torch
+
+    original = torch.nn.Module.register_parameter
+
+    def register(module, name, param):
+        original(module, name, param)
+        p = module._parameters.get(name)
+        if p is not None and p.device.type != "meta":
+            if type(p) is torch.nn.Parameter:
+                meta = torch.nn.Parameter(p.to("meta"),
+                                          requires_grad=p.requires_grad)
+                meta.__dict__.update(p.__dict__)
+            else:  # Parameter subclasses take their attributes as kwargs
+                kwargs = dict(p.__dict__, requires_grad=p.requires_grad)
+                meta = type(p)(p.to("meta"), **kwargs)
+            module._parameters[name] = meta
+
+    torch.nn.Module.register_parameter = register
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = original
+
+
+def _checkpoint_path(model_dir: str) -> str:
+    for name in ("model.safetensors.index.json", "model.safetensors"):
+        p = os.path.join(model_dir, name)
+        if os.path.exists(p):
+            return p
+    return model_dir  # a directory of shards: Checkpoint::Open decides
+
+
+def _resolve_dtype(config, dtype):
+    import torch
+
+    if dtype is None or dtype == "auto":
+        dtype = getattr(config, "dtype", None) or getattr(
+            config, "torch_dtype", None)
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    return dtype or torch.float32
+
+
+def _build(auto_cls, config, dtype, trust_remote_code):
+    import transformers
+
+    major = int(transformers.__version__.split(".")[0])
+    kw = {"dtype": dtype} if major >= 5 else {"torch_dtype": dtype}
+    if trust_remote_code:
+        kw["trust_remote_code"] = True
+    return auto_cls.from_config(config, **kw)
+
+
+def from_pretrained(model_dir: Any, device: Any = "cuda:0",
+                    dtype: Optional[Any] = None, *, auto_class=None,
+                    strict: bool = True, progress: bool = False,
+                    trust_remote_code: bool = False, **options):
+    """Returns the model of MODEL_DIR (a local directory saved with
+    save_pretrained), on DEVICE, in DTYPE (default: the config's dtype, else
+    float32), weights loaded by weightlift, tied, in eval() mode.
+
+    AUTO_CLASS defaults to AutoModelForCausalLM. Load options (backend,
+    threads, ...) are passed to weightlift.load_into; the LoadReport is
+    available as ``weightlift.last_report()`` and ``model.weightlift_report``.
+    """
+    import torch
+    import transformers
+
+    model_dir = os.fspath(model_dir)
+    dev = device_string(device)
+    auto_cls = auto_class or transformers.AutoModelForCausalLM
+    config = transformers.AutoConfig.from_pretrained(
+        model_dir, trust_remote_code=trust_remote_code)
+    dtype = _resolve_dtype(config, dtype)
+
+    with _parameters_on_meta():
+        model = _build(auto_cls, config, dtype, trust_remote_code)
+    cpu_buffers = {name: buf.detach().clone()
+                   for name, buf in model.named_buffers()
+                   if buf is not None and buf.device.type != "meta"}
+
+    model.to_empty(device=dev)
+    with torch.no_grad():
+        for name, buf in model.named_buffers():
+            src = cpu_buffers.get(name)
+            if src is not None:
+                buf.copy_(src.to(buf.dtype))
+
+    report = load_into(model, _checkpoint_path(model_dir), strict=False,
+                       progress=progress, **options)
+    if hasattr(model, "tie_weights"):
+        model.tie_weights()
+    # After tying, a name whose memory is a loaded tensor's is satisfied.
+    state = model.state_dict()
+    loaded = {t.data_ptr() for n, t in state.items()
+              if n not in report.missing_keys}
+    ignore = getattr(model, "_keys_to_ignore_on_load_missing", None) or []
+    missing = sorted(n for n in report.missing_keys
+                     if n in state and state[n].data_ptr() not in loaded
+                     and not any(re.search(p, n) for p in ignore))
+    if strict and (missing or report.unexpected_keys):
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(
+            f"from_pretrained {model_dir}: checkpoint and model differ: "
+            f"missing {missing[:10]}, unexpected "
+            f"{report.unexpected_keys[:10]}", code="InvalidArgument")
+    report.missing_keys = missing
+
+    try:
+        gen = transformers.GenerationConfig.from_pretrained(model_dir)
+        model.generation_config = gen
+    except (OSError, ValueError):
+        pass
+    model.eval()
+    model.weightlift_report = report
+    return model

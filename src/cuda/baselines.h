@@ -1,0 +1,30 @@
+// Device-side baselines for `weightlift bench`: the ceilings a CUDA load is
+// measured against, and what plain safetensors does. Without CUDA compiled
+// in (or with no device) each returns Unsupported / false with the reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+// True when cuda:DEVICE can be used; otherwise false and *WHY (if non-null)
+// says why (no CUDA in this build, no driver, no such device).
+bool CudaDeviceAvailable(int device, std::string* why);
+
+// The pinned host->device copy ceiling in GB/s (1e9 bytes/s): BYTES of
+// pinned memory copied to the device in 64 MiB cudaMemcpyAsync pieces on one
+// stream, median of 5 timed runs after a warm-up.
+StatusOr<double> MeasurePinnedCopyGBps(int device,
+                                       uint64_t bytes = 4ull << 30);
+
+// What plain safetensors does for device="cuda": mmap each file, then one
+// synchronous cudaMemcpy per tensor from the pageable mapping into its own
+// cudaMalloc'ed buffer. Returns wall seconds (open to last byte on the
+// device, buffers freed afterwards, not timed).
+StatusOr<double> NaiveMmapToDevice(const Checkpoint& ckpt, int device);
+
+}  // namespace weightlift::internal

@@ -1,0 +1,33 @@
+// Built when the CUDA toolkit was not found: every CUDA entry point answers
+// Unsupported with the reason.
+#include "cuda/baselines.h"
+#include "cuda/cuda_loader.h"
+
+namespace weightlift::internal {
+
+namespace {
+constexpr const char* kWhy =
+    "built without CUDA (the CUDA toolkit was not found at configure time)";
+}
+
+bool CudaCompiledIn() { return false; }
+
+StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options) {
+  return Status::Unsupported(options.device.ToString() + " requested but " +
+                             kWhy);
+}
+
+bool CudaDeviceAvailable(int device, std::string* why) {
+  if (why) *why = kWhy;
+  return false;
+}
+
+StatusOr<double> MeasurePinnedCopyGBps(int, uint64_t) {
+  return Status::Unsupported(kWhy);
+}
+
+StatusOr<double> NaiveMmapToDevice(const Checkpoint&, int) {
+  return Status::Unsupported(kWhy);
+}
+
+}  // namespace weightlift::internal

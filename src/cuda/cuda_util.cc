@@ -1,0 +1,144 @@
+#include "cuda/cuda_util.h"
+
+#include <cstdio>
+#include <utility>
+
+namespace weightlift::internal {
+
+Status CudaStatus(cudaError_t err, const std::string& what) {
+  if (err == cudaSuccess) return Status::OK();
+  return Status::CudaError(what + ": " + cudaGetErrorName(err) + " (" +
+                           cudaGetErrorString(err) + ")");
+}
+
+Status CheckCudaDevice(int device) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    // cudaGetDeviceCount leaves a sticky-free error; clear it for later calls.
+    (void)cudaGetLastError();
+    std::string name = cudaGetErrorName(err);
+    std::string text = cudaGetErrorString(err);
+    if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
+      return Status::Unsupported("cuda:" + std::to_string(device) +
+                                 " requested but no usable CUDA device: "
+                                 "cudaGetDeviceCount failed with " + name +
+                                 " (" + text + ")");
+    }
+    return Status::CudaError("cuda:" + std::to_string(device) +
+                             " requested but cudaGetDeviceCount failed with " +
+                             name + " (" + text + ")");
+  }
+  if (count == 0) {
+    return Status::Unsupported("cuda:" + std::to_string(device) +
+                               " requested but this machine has no CUDA "
+                               "device (cudaGetDeviceCount = 0)");
+  }
+  if (device < 0 || device >= count) {
+    return Status::InvalidArgument(
+        "cuda:" + std::to_string(device) + " does not exist: this machine has " +
+        std::to_string(count) + " CUDA device(s)");
+  }
+  return Status::OK();
+}
+
+Status UseDevice(int device) {
+  return CudaStatus(cudaSetDevice(device),
+                    "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB (%llu bytes)",
+                static_cast<double>(bytes) / (1ull << 30),
+                static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+// ---------------------------------------------------------------- Pinned
+
+StatusOr<PinnedBuffer> PinnedBuffer::Allocate(uint64_t bytes) {
+  PinnedBuffer b;
+  if (bytes == 0) return b;
+  void* p = nullptr;
+  cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    Status s = CudaStatus(err, "cudaHostAlloc of " + FormatBytes(bytes) +
+                                   " pinned staging memory");
+    if (err == cudaErrorMemoryAllocation) {
+      return Status::ResourceExhausted(s.message());
+    }
+    return s;
+  }
+  b.data_ = static_cast<std::byte*>(p);
+  b.size_ = bytes;
+  return b;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) cudaFreeHost(data_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) cudaFreeHost(data_);
+}
+
+// ---------------------------------------------------------------- Device
+
+StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, uint64_t bytes) {
+  DeviceBuffer b;
+  b.device_ = device;
+  if (bytes == 0) return b;
+  WL_RETURN_IF_ERROR(UseDevice(device));
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the non-sticky error
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    std::string msg = "cudaMalloc of " + FormatBytes(bytes) + " on cuda:" +
+                      std::to_string(device) + " failed with " +
+                      cudaGetErrorName(err) + "; free " + FormatBytes(free_b) +
+                      " of " + FormatBytes(total_b);
+    if (err == cudaErrorMemoryAllocation) {
+      return Status::ResourceExhausted(msg);
+    }
+    return Status::CudaError(msg);
+  }
+  b.data_ = static_cast<std::byte*>(p);
+  b.size_ = bytes;
+  return b;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_) {
+      cudaSetDevice(device_);
+      cudaFree(data_);
+    }
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    device_ = o.device_;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_) {
+    cudaSetDevice(device_);
+    cudaFree(data_);
+  }
+}
+
+std::byte* DeviceBuffer::release() {
+  size_ = 0;
+  return std::exchange(data_, nullptr);
+}
+
+}  // namespace weightlift::internal

@@ -1,0 +1,67 @@
+// Small helpers over the CUDA runtime API shared by the CUDA loader and the
+// baselines: error translation and move-only owners of CUDA resources.
+// Only compiled when WL_HAVE_CUDA (the toolkit was found at build time).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+// CudaError status "WHAT: cudaErrorName (description)"; OK for cudaSuccess.
+Status CudaStatus(cudaError_t err, const std::string& what);
+
+// Checks that DEVICE exists and can be used: the driver loads, a device with
+// that ordinal exists. Does not create a context on any other device.
+// Unsupported when there is no driver or no device at all (the message names
+// cudaGetDeviceCount's error), InvalidArgument for an ordinal out of range.
+Status CheckCudaDevice(int device);
+
+// cudaSetDevice(DEVICE) as a Status.
+Status UseDevice(int device);
+
+// "12.34 GiB (13245... bytes)"
+std::string FormatBytes(uint64_t bytes);
+
+// Pinned (page-locked) host memory from cudaHostAlloc. Move-only.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  static StatusOr<PinnedBuffer> Allocate(uint64_t bytes);
+  PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  ~PinnedBuffer();
+  std::byte* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// Device memory from cudaMalloc on one device. Move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  // ResourceExhausted naming BYTES and the device's free memory when the
+  // allocation fails for lack of memory.
+  static StatusOr<DeviceBuffer> Allocate(int device, uint64_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  ~DeviceBuffer();
+  std::byte* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  // Gives up ownership; the caller must cudaFree the pointer.
+  std::byte* release();
+
+ private:
+  std::byte* data_ = nullptr;
+  uint64_t size_ = 0;
+  int device_ = 0;
+};
+
+}  // namespace weightlift::internal

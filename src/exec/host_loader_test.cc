@@ -1,0 +1,363 @@
+// Host loader on real safetensors files written by the format writer.
+#include "exec/host_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "format/writer.h"
+#include "io/fault_file.h"
+#include "io/page_cache.h"
+#include "io/testing/temp_dir.h"
+#include "weightlift/checkpoint.h"
+#include "weightlift/loader.h"
+
+namespace weightlift::internal {
+namespace {
+
+using testing::RandomBytes;
+using testing::ReadFileOrDie;
+using testing::TempDir;
+
+struct Written {
+  std::vector<std::vector<std::byte>> data;  // owned tensor bytes
+  std::vector<TensorToWrite> tensors;
+};
+
+// Every dtype, odd sizes (so offsets land anywhere), a zero-size tensor, a
+// 0-rank tensor and a few tensors large enough for direct reads.
+Written MakeTensors(uint64_t seed) {
+  Written w;
+  std::mt19937_64 rng(seed);
+  auto add = [&](std::string name, DType dt, std::vector<uint64_t> shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    const uint64_t bytes = n * DTypeBits(dt) / 8;
+    w.data.push_back(RandomBytes(bytes, rng()));
+    TensorToWrite t;
+    t.name = std::move(name);
+    t.dtype = dt;
+    t.shape = std::move(shape);
+    w.tensors.push_back(std::move(t));
+  };
+  for (int d = 0; d < kNumDTypes; ++d) {
+    const DType dt = static_cast<DType>(d);
+    const int bits = DTypeBits(dt);
+    // F4 needs an even count, F6 a multiple of 4; byte types get odd counts.
+    const uint64_t n = bits == 4 ? 2 * (rng() % 500 + 1)
+                       : bits == 6 ? 4 * (rng() % 300 + 1)
+                                   : rng() % 3000 + 1;
+    add("t." + std::string(DTypeName(dt)), dt, {n});
+  }
+  add("empty", DType::kF32, {0, 7});
+  add("scalar", DType::kF64, {});
+  add("odd.u8", DType::kU8, {3, 37});
+  add("big.a", DType::kBF16, {1025, 1031});  // ~2 MiB, odd offset
+  add("big.b", DType::kU8, {3 * 1024 * 1024 + 17});
+  add("big.c", DType::kF32, {512, 1024});
+  add("tail.u8", DType::kU8, {4099});
+  for (size_t i = 0; i < w.tensors.size(); ++i) w.tensors[i].data = w.data[i];
+  return w;
+}
+
+class HostLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    written_ = MakeTensors(42);
+    path_ = dir_.File("model.safetensors");
+    WriteOptions wo;
+    wo.reference_order = false;  // keep odd-size tensors between big ones
+    ASSERT_TRUE(WriteSafetensors(path_, written_.tensors, wo).ok());
+    auto c = Checkpoint::Open(path_);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ckpt_ = std::make_unique<Checkpoint>(std::move(*c));
+    file_bytes_ = ReadFileOrDie(path_);
+  }
+
+  // The bytes of tensor NAME as they are in the file.
+  std::span<const std::byte> FileBytes(const std::string& name) {
+    const TensorInfo* t = ckpt_->Find(name);
+    EXPECT_NE(t, nullptr);
+    return {file_bytes_.data() + t->offset, t->size};
+  }
+
+  void ExpectExact(const LoadResult& r) {
+    for (const LoadedTensor& t : r.tensors) {
+      auto want = FileBytes(t.name);
+      ASSERT_EQ(t.size, want.size()) << t.name;
+      ASSERT_NE(t.data, nullptr) << t.name;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u) << t.name;
+      EXPECT_EQ(std::memcmp(t.data, want.data(), want.size()), 0) << t.name;
+      EXPECT_TRUE(t.owner) << t.name;
+      EXPECT_EQ(t.dtype, ckpt_->Find(t.name)->dtype);
+      EXPECT_EQ(t.shape, ckpt_->Find(t.name)->shape);
+    }
+  }
+
+  LoadOptions Options(Backend b) {
+    LoadOptions o;
+    o.backend = b;
+    o.chunk_bytes = 256 << 10;      // many chunks even for small files
+    o.staging_bytes = 1 << 20;
+    o.direct_min_bytes = 64 << 10;
+    o.threads = 3;
+    return o;
+  }
+
+  TempDir dir_;
+  Written written_;
+  std::string path_;
+  std::unique_ptr<Checkpoint> ckpt_;
+  std::vector<std::byte> file_bytes_;
+};
+
+class HostLoaderBackendTest
+    : public HostLoaderTest,
+      public ::testing::WithParamInterface<Backend> {};
+
+TEST_P(HostLoaderBackendTest, LoadAllBitExact) {
+  auto loader = CreateHostLoader(Options(GetParam()));
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  for (bool cold : {true, false}) {
+    if (cold) {
+      ASSERT_TRUE(EvictFromPageCache(path_).ok());
+    } else {
+      (void)ReadFileOrDie(path_);  // O_DIRECT left it cold; warm it
+    }
+    auto r = (*loader)->Load(*ckpt_);
+    if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+      GTEST_SKIP() << r.status().ToString();
+    }
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->tensors.size(), ckpt_->tensors().size());
+    for (size_t i = 0; i < r->tensors.size(); ++i) {
+      EXPECT_EQ(r->tensors[i].name, ckpt_->tensors()[i].name);
+    }
+    ExpectExact(*r);
+    const LoadReport& rep = r->report;
+    EXPECT_EQ(rep.tensors, ckpt_->tensors().size());
+    EXPECT_EQ(rep.bytes, ckpt_->total_bytes());
+    EXPECT_GE(rep.bytes_read, rep.bytes);
+    ASSERT_EQ(rep.files.size(), 1u);
+    EXPECT_EQ(rep.files[0].bytes, ckpt_->total_bytes());
+    EXPECT_FALSE(rep.files[0].path_taken.empty());
+    EXPECT_FALSE(rep.files[0].reason.empty());
+    EXPECT_EQ(rep.staging_bytes, 1u << 20);
+    EXPECT_GT(rep.threads, 0);
+    EXPECT_GT(rep.seconds, 0);
+    EXPECT_NE(rep.ToJson().find("\"path_taken\""), std::string::npos);
+    if (GetParam() == Backend::kAuto) {
+      EXPECT_NE(rep.files[0].reason.find("resident"), std::string::npos)
+          << rep.files[0].reason;
+      if (!cold) EXPECT_EQ(rep.files[0].path_taken, "pread");
+    }
+  }
+}
+
+TEST_P(HostLoaderBackendTest, LoadIntoCallerMemoryBitExact) {
+  auto loader = CreateHostLoader(Options(GetParam()));
+  ASSERT_TRUE(loader.ok());
+  // One buffer, destinations at deliberately odd addresses.
+  uint64_t total = 0;
+  for (const auto& t : ckpt_->tensors()) total += t.size + 13;
+  std::vector<std::byte> arena(total + 64, std::byte{0x5A});
+  std::vector<Destination> dests;
+  uint64_t at = 3;
+  for (const auto& t : ckpt_->tensors()) {
+    dests.push_back({t.name, arena.data() + at, t.size});
+    at += t.size + 13;
+  }
+  std::reverse(dests.begin(), dests.end());
+  LoadReport rep;
+  Status s = (*loader)->LoadInto(*ckpt_, dests, &rep);
+  if (s.code() == StatusCode::kUnsupported) GTEST_SKIP() << s.ToString();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const Destination& d : dests) {
+    auto want = FileBytes(d.name);
+    EXPECT_EQ(std::memcmp(d.data, want.data(), want.size()), 0) << d.name;
+    // The 13 bytes after each destination are untouched.
+    for (int j = 0; j < 13; ++j) {
+      ASSERT_EQ(static_cast<std::byte*>(d.data)[d.size + j], std::byte{0x5A});
+    }
+  }
+  EXPECT_EQ(rep.bytes, ckpt_->total_bytes());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HostLoaderBackendTest,
+                         ::testing::Values(Backend::kAuto, Backend::kPread,
+                                           Backend::kDirect, Backend::kUring,
+                                           Backend::kMmap),
+                         [](const auto& info) {
+                           return std::string(BackendName(info.param));
+                         });
+
+TEST_F(HostLoaderTest, NamesSubsetInRequestOrder) {
+  auto loader = CreateHostLoader(Options(Backend::kDirect));
+  ASSERT_TRUE(loader.ok());
+  std::vector<std::string> names = {"big.c", "t.F16", "empty", "odd.u8"};
+  auto r = (*loader)->Load(*ckpt_, names);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tensors.size(), 4u);
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(r->tensors[i].name, names[i]);
+  }
+  ExpectExact(*r);
+  const LoadedTensor* e = r->Find("empty");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->size, 0u);
+  EXPECT_NE(e->data, nullptr);
+  EXPECT_EQ(r->Find("nope"), nullptr);
+  EXPECT_EQ(r->report.tensors, 4u);
+}
+
+TEST_F(HostLoaderTest, RequestErrors) {
+  auto loader = CreateHostLoader(Options(Backend::kPread));
+  ASSERT_TRUE(loader.ok());
+  std::vector<std::string> missing = {"t.F16", "nope"};
+  EXPECT_EQ((*loader)->Load(*ckpt_, missing).status().code(),
+            StatusCode::kNotFound);
+  std::vector<std::string> twice = {"t.F16", "t.F16"};
+  EXPECT_EQ((*loader)->Load(*ckpt_, twice).status().code(),
+            StatusCode::kInvalidArgument);
+
+  std::vector<std::byte> buf(1 << 20);
+  const TensorInfo* t = ckpt_->Find("t.F32");
+  std::vector<Destination> wrong_size = {{"t.F32", buf.data(), t->size + 1}};
+  Status s = (*loader)->LoadInto(*ckpt_, wrong_size);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("t.F32"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(std::to_string(t->size)), std::string::npos);
+  std::vector<Destination> unknown = {{"nope", buf.data(), 4}};
+  EXPECT_EQ((*loader)->LoadInto(*ckpt_, unknown).code(), StatusCode::kNotFound);
+  std::vector<Destination> null_ptr = {{"t.F32", nullptr, t->size}};
+  EXPECT_EQ((*loader)->LoadInto(*ckpt_, null_ptr).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(HostLoaderTest, OnReadyOncePerTensorAndProgress) {
+  auto loader = CreateHostLoader(Options(Backend::kDirect));
+  ASSERT_TRUE(loader.ok());
+  const size_t n = ckpt_->tensors().size();
+  std::unique_ptr<std::atomic<int>[]> calls(new std::atomic<int>[n]);
+  for (size_t i = 0; i < n; ++i) calls[i] = 0;
+  std::atomic<uint64_t> last_done{0}, last_total{0};
+  std::vector<std::string> names;
+  for (const auto& t : ckpt_->tensors()) names.push_back(t.name);
+  std::reverse(names.begin(), names.end());
+  LoadCallbacks cb;
+  cb.on_ready = [&](size_t index, const TensorInfo& t) {
+    ASSERT_LT(index, n);
+    EXPECT_EQ(t.name, names[index]);
+    calls[index]++;
+  };
+  cb.on_progress = [&](uint64_t done, uint64_t total) {
+    EXPECT_LE(done, total);
+    last_done = done;
+    last_total = total;
+  };
+  auto r = (*loader)->Load(*ckpt_, names, cb);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(calls[i].load(), 1) << names[i];
+  EXPECT_EQ(last_done.load(), ckpt_->total_bytes());
+  EXPECT_EQ(last_total.load(), ckpt_->total_bytes());
+  ExpectExact(*r);
+}
+
+TEST_F(HostLoaderTest, InjectedErrorMidLoadReturnsErrorAndNoResult) {
+  for (Backend b : {Backend::kPread, Backend::kDirect}) {
+    const uint64_t bad = ckpt_->Find("big.b")->offset + 1000000;
+    auto loader = CreateHostLoader(
+        Options(b), [&](std::unique_ptr<File> f, uint32_t) {
+          FileFaults ff;
+          ff.eio_offset = bad;
+          return std::make_unique<FaultInjectingFile>(std::move(f), ff);
+        });
+    ASSERT_TRUE(loader.ok());
+    auto r = (*loader)->Load(*ckpt_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+    EXPECT_NE(r.status().message().find("EIO"), std::string::npos)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find(path_), std::string::npos);
+    EXPECT_NE(r.status().message().find("big.b"), std::string::npos)
+        << r.status().ToString();
+    // LoadInto reports the same failure.
+    std::vector<std::byte> buf(ckpt_->Find("big.b")->size);
+    std::vector<Destination> d = {{"big.b", buf.data(), buf.size()}};
+    EXPECT_EQ((*loader)->LoadInto(*ckpt_, d).code(), StatusCode::kIoError);
+    // The loader still works after a failed load (the failure was the
+    // file's): a subset that avoids the bad byte loads fine.
+    std::vector<std::string> ok_names = {"big.a", "t.F16"};
+    auto r2 = (*loader)->Load(*ckpt_, ok_names);
+    ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+    ExpectExact(*r2);
+  }
+}
+
+TEST_F(HostLoaderTest, FileChangedSinceOpenIsIoError) {
+  auto loader = CreateHostLoader(Options(Backend::kAuto));
+  ASSERT_TRUE(loader.ok());
+  ASSERT_EQ(::truncate(path_.c_str(), file_bytes_.size() - 100), 0);
+  auto r = (*loader)->Load(*ckpt_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError) << r.status().ToString();
+}
+
+TEST_F(HostLoaderTest, LoaderReusedAndTensorsOutliveIt) {
+  std::vector<LoadedTensor> keep;
+  {
+    auto loader = CreateHostLoader(Options(Backend::kDirect));
+    ASSERT_TRUE(loader.ok());
+    for (int round = 0; round < 4; ++round) {
+      std::vector<std::string> names;
+      for (size_t i = round; i < ckpt_->tensors().size(); i += 2) {
+        names.push_back(ckpt_->tensors()[i].name);
+      }
+      auto r = (*loader)->Load(*ckpt_, names);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ExpectExact(*r);
+      keep.push_back(r->tensors.front());
+    }
+  }
+  // The loader and the results are gone; the kept tensors are still valid.
+  for (const LoadedTensor& t : keep) {
+    auto want = FileBytes(t.name);
+    EXPECT_EQ(std::memcmp(t.data, want.data(), want.size()), 0);
+  }
+}
+
+TEST_F(HostLoaderTest, ShardedCheckpoint) {
+  Written a = MakeTensors(7), b = MakeTensors(8);
+  for (auto& t : b.tensors) t.name = "b." + t.name;
+  const std::string d = dir_.File("sharded");
+  ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+  ASSERT_TRUE(WriteShardedCheckpoint(d, {a.tensors, b.tensors}).ok());
+  auto c = Checkpoint::Open(d);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto loader = CreateHostLoader(Options(Backend::kAuto));
+  ASSERT_TRUE(loader.ok());
+  auto r = (*loader)->Load(*c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->report.files.size(), 2u);
+  for (const LoadedTensor& t : r->tensors) {
+    const TensorInfo* info = c->Find(t.name);
+    const auto bytes = ReadFileOrDie(c->files()[info->file].path);
+    ASSERT_EQ(std::memcmp(t.data, bytes.data() + info->offset, t.size), 0)
+        << t.name;
+  }
+}
+
+TEST(HostLoaderCreateTest, RejectsBadOptionsAndCudaDevice) {
+  LoadOptions o;
+  o.chunk_bytes = 100;
+  EXPECT_EQ(CreateHostLoader(o).status().code(), StatusCode::kInvalidArgument);
+  LoadOptions c;
+  c.device = Device::Cuda(0);
+  EXPECT_EQ(CreateHostLoader(c).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace weightlift::internal

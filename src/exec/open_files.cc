@@ -1,0 +1,125 @@
+#include "exec/open_files.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+
+#include "io/page_cache.h"
+
+namespace weightlift::internal {
+namespace {
+
+std::string Percent(double f) {
+  return std::to_string(static_cast<int>(std::lround(f * 100))) + "%";
+}
+
+IoBackend ToIoBackend(Backend b) {
+  switch (b) {
+    case Backend::kPread: return IoBackend::kPread;
+    case Backend::kDirect: return IoBackend::kDirect;
+    case Backend::kUring: return IoBackend::kUring;
+    case Backend::kMmap: return IoBackend::kMmap;
+    case Backend::kAuto: break;
+  }
+  return IoBackend::kPread;
+}
+
+// Opens one file in auto mode: residency decides buffered vs direct.
+StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
+                              const LoadOptions& options, const IoOptions& io,
+                              std::vector<std::string>* notes) {
+  OpenedFile out;
+  auto residency = SampleResidency(path);
+  std::string why;
+  if (residency.ok()) {
+    out.resident_fraction = residency->fraction;
+    why = "pages " + Percent(residency->fraction) + " resident (" +
+          std::to_string(residency->windows) + " samples)";
+    if (residency->fraction >= options.resident_threshold) {
+      WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
+      out.report.path_taken = "pread";
+      out.report.reason = why + ": buffered pread";
+      return out;
+    }
+  } else {
+    why = "residency unknown (" + residency.status().message() + ")";
+  }
+  auto uring = OpenFile(path, IoBackend::kUring, io);
+  if (uring.ok()) {
+    out.file = std::move(*uring);
+    out.report.path_taken = "uring";
+    out.report.reason = why + ": O_DIRECT io_uring QD" +
+                        std::to_string(options.queue_depth);
+    return out;
+  }
+  const std::string uring_why = uring.status().message();
+  auto direct = OpenFile(path, IoBackend::kDirect, io);
+  if (direct.ok()) {
+    out.file = std::move(*direct);
+    out.report.path_taken = "direct";
+    out.report.reason = why + ": O_DIRECT pread (io_uring unavailable)";
+    if (notes) notes->push_back(name + ": io_uring unavailable (" + uring_why +
+                                "); used O_DIRECT pread");
+    return out;
+  }
+  if (direct.status().code() != StatusCode::kUnsupported) {
+    return direct.status();
+  }
+  WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
+  out.report.path_taken = "pread";
+  out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
+  if (notes) notes->push_back(name + ": O_DIRECT unavailable (" +
+                              direct.status().message() +
+                              "); used buffered pread");
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
+    const Checkpoint& ckpt, const LoadOptions& options,
+    const std::vector<bool>& needed, std::vector<std::string>* notes) {
+  IoOptions io;
+  io.queue_depth = options.queue_depth;
+  std::vector<OpenedFile> out(ckpt.files().size());
+  for (size_t i = 0; i < ckpt.files().size(); ++i) {
+    const FileInfo& info = ckpt.files()[i];
+    out[i].report.path = info.path;
+    if (i >= needed.size() || !needed[i]) {
+      out[i].report.path_taken = "none";
+      out[i].report.reason = "no requested tensor in this file";
+      continue;
+    }
+    const std::string& path =
+        info.resolved_path.empty() ? info.path : info.resolved_path;
+    if (options.backend == Backend::kAuto) {
+      WL_ASSIGN_OR_RETURN(OpenedFile f,
+                          OpenAuto(path, info.path, options, io, notes));
+      f.report.path = info.path;
+      out[i] = std::move(f);
+    } else {
+      auto f = OpenFile(path, ToIoBackend(options.backend), io);
+      if (!f.ok()) {
+        return f.status().WithContext(
+            "backend " + std::string(BackendName(options.backend)) +
+            " requested");
+      }
+      out[i].file = std::move(*f);
+      out[i].report.path_taken = std::string(out[i].file->backend_name());
+      out[i].report.reason =
+          "requested (backend=" + std::string(BackendName(options.backend)) +
+          ")";
+    }
+    if (out[i].file->size() != info.size) {
+      return Status::IoError("file '" + info.path + "' is now " +
+                             std::to_string(out[i].file->size()) +
+                             " bytes but had " + std::to_string(info.size) +
+                             " when its header was read (changed since "
+                             "Checkpoint::Open)");
+    }
+  }
+  return out;
+}
+
+}  // namespace weightlift::internal

@@ -1,0 +1,84 @@
+// LoadReport rendering and LoadResult::Find.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "weightlift/loader.h"
+#include "weightlift/report.h"
+
+namespace weightlift {
+namespace {
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Bytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? std::to_string(b) + " B" : Fixed(v, 2) + " " + units[u];
+}
+
+}  // namespace
+
+std::string LoadReport::ToString() const {
+  std::string s;
+  s += "device " + device.ToString() + ": " + std::to_string(tensors) +
+       " tensors, " + Bytes(bytes) + " in " + Fixed(seconds, 3) + " s (" +
+       Fixed(gb_per_s(), 2) + " GB/s)\n";
+  s += "  read " + Bytes(bytes_read) + " from storage, " +
+       std::to_string(threads) + " threads, staging " + Bytes(staging_bytes);
+  if (device_bytes > 0) s += ", device memory " + Bytes(device_bytes);
+  s += "\n";
+  s += "  phases: open " + Fixed(open_seconds, 3) + " s, alloc " +
+       Fixed(alloc_seconds, 3) + " s, transfer " +
+       Fixed(transfer_seconds, 3) + " s\n";
+  for (const FileReport& f : files) {
+    s += "  " + f.path + ": " + f.path_taken + " (" + f.reason + "), " +
+         Bytes(f.bytes) + "\n";
+  }
+  for (const std::string& n : notes) s += "  note: " + n + "\n";
+  return s;
+}
+
+std::string LoadReport::ToJson() const {
+  nlohmann::json j;
+  j["device"] = device.ToString();
+  j["tensors"] = tensors;
+  j["bytes"] = bytes;
+  j["bytes_read"] = bytes_read;
+  j["seconds"] = seconds;
+  j["gb_per_s"] = gb_per_s();
+  j["open_seconds"] = open_seconds;
+  j["alloc_seconds"] = alloc_seconds;
+  j["transfer_seconds"] = transfer_seconds;
+  j["staging_bytes"] = staging_bytes;
+  j["device_bytes"] = device_bytes;
+  j["threads"] = threads;
+  nlohmann::json fs = nlohmann::json::array();
+  for (const FileReport& f : files) {
+    fs.push_back({{"path", f.path},
+                  {"path_taken", f.path_taken},
+                  {"reason", f.reason},
+                  {"bytes", f.bytes}});
+  }
+  j["files"] = std::move(fs);
+  j["notes"] = notes;
+  // Paths need not be UTF-8; replace invalid bytes rather than throw.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+const LoadedTensor* LoadResult::Find(std::string_view name) const {
+  for (const LoadedTensor& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace weightlift

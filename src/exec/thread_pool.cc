@@ -1,0 +1,57 @@
+#include "exec/thread_pool.h"
+
+#include <algorithm>
+
+namespace weightlift::internal {
+
+ThreadPool::ThreadPool(int threads) {
+  threads = std::max(1, threads);
+  workers_.reserve(threads);
+  for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { Loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::Run(const std::function<void(int)>& fn, int n) {
+  const int count = n < 0 ? size() : std::min(n, size());
+  if (count <= 0) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  job_ = &fn;
+  active_ = count;
+  running_ = count;
+  ++generation_;
+  start_cv_.notify_all();
+  done_cv_.wait(lock, [this] { return running_ == 0; });
+  job_ = nullptr;
+}
+
+void ThreadPool::Loop(int index) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    if (index >= active_) continue;
+    const std::function<void(int)>* job = job_;
+    lock.unlock();
+    (*job)(index);
+    lock.lock();
+    if (--running_ == 0) done_cv_.notify_all();
+  }
+}
+
+int ResolveThreads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp<unsigned>(hw == 0 ? 1 : hw, 1, 8));
+}
+
+}  // namespace weightlift::internal

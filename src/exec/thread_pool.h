@@ -1,0 +1,45 @@
+// A fixed set of worker threads, created once (per loader) and reused for
+// every load: Run(fn) calls fn(worker_index) on every worker concurrently and
+// returns when all have returned.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace weightlift::internal {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()); }
+
+  // Runs FN(i) for i in [0, min(N, size())) on the workers (N < 0: all) and
+  // waits for every call to return. FN must not throw. Not reentrant: one
+  // Run at a time (callers serialize).
+  void Run(const std::function<void(int)>& fn, int n = -1);
+
+ private:
+  void Loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int)>* job_ = nullptr;
+  int active_ = 0;        // workers taking part in the current job
+  int running_ = 0;       // of those, still running
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+// options.threads resolved: 0 means min(hardware threads, 8).
+int ResolveThreads(int requested);
+
+}  // namespace weightlift::internal

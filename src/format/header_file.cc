@@ -1,0 +1,29 @@
+// ReadHeaderFile: reads just the first 8 + N bytes of a checkpoint file.
+#include <vector>
+
+#include "format/file_util.h"
+#include "format/header.h"
+
+namespace weightlift::internal {
+
+StatusOr<ParsedHeader> ReadHeaderFile(const std::string& path) {
+  struct stat st;
+  WL_ASSIGN_OR_RETURN(ScopedFd fd, OpenRegularFile(path, &st));
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8) {
+    WL_RETURN_IF_ERROR(CheckFraming(0, file_size, path));
+  }
+  std::byte prefix[8];
+  WL_RETURN_IF_ERROR(PreadFully(fd.get(), path, 0, prefix));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) {
+    n = (n << 8) | static_cast<uint8_t>(prefix[i]);
+  }
+  // Refuse before allocating N bytes.
+  WL_RETURN_IF_ERROR(CheckFraming(n, file_size, path));
+  std::vector<std::byte> json(n);
+  WL_RETURN_IF_ERROR(PreadFully(fd.get(), path, 8, json));
+  return ParseHeader(json, n, file_size, path);
+}
+
+}  // namespace weightlift::internal

@@ -1,0 +1,33 @@
+// Parsing of model.safetensors.index.json, from bytes.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+struct ParsedIndex {
+  // tensor name -> shard file name (relative to the index's directory).
+  std::map<std::string, std::string> weight_map;
+};
+
+// Validates an index: UTF-8 JSON object (kIndexBadJson; kDuplicateKey for a
+// repeated key anywhere), a "weight_map" object (kIndexNoWeightMap) whose
+// keys are non-empty and whose values are strings (kIndexBadEntry) naming a
+// shard by a safe relative path (kIndexUnsafePath: empty, absolute, a ".."
+// component or a NUL byte). An optional "metadata" must be an object; other
+// top-level keys are tolerated. BYTES larger than kMaxHeaderBytes fail with
+// kIndexTooLarge. LABEL names the file in messages.
+StatusOr<ParsedIndex> ParseIndex(std::span<const std::byte> bytes,
+                                 std::string_view label);
+
+// True when NAME is a relative path with no ".." component, not empty, with
+// no NUL byte.
+bool IsSafeShardName(std::string_view name);
+
+}  // namespace weightlift::internal

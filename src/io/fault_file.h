@@ -1,0 +1,93 @@
+// Fault injection for tests: errors and partial results the real system
+// produces rarely (short reads, EINTR, EIO, a file shrinking under us).
+//
+// Two layers:
+//  - FaultInjector sits BELOW a backend's retry loop (IoOptions::faults): the
+//    pread and O_DIRECT backends call it instead of ::pread, the io_uring
+//    backend passes every completion through it. So the backends' own loops
+//    are what the tests exercise.
+//  - FaultInjectingFile wraps any File and fails whole ReadAt calls (EIO at an
+//    offset, truncation, the Nth read), for executor and loader tests.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sys/types.h>
+
+#include "io/file.h"
+
+namespace weightlift::internal {
+
+struct FaultSpec {
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+  // Each call returns at most this many bytes (0: no limit). Use a multiple
+  // of the alignment for O_DIRECT backends: the kernel never returns an
+  // unaligned short read except at end of file.
+  uint64_t max_bytes_per_call = 0;
+  // Every Nth call fails with EINTR before reading anything (0: never).
+  int eintr_every = 0;
+  // A call whose range covers this byte fails with EIO.
+  uint64_t eio_offset = kNever;
+  // The file looks as if it ends here (reads stop short, then return 0).
+  uint64_t truncate_at = kNever;
+};
+
+class FaultInjector {
+ public:
+  explicit FaultInjector(const FaultSpec& spec) : spec_(spec) {}
+
+  // Stands in for ::pread(fd, buf, n, off): same return and errno contract.
+  ssize_t Pread(int fd, void* buf, size_t n, off_t off);
+
+  // Filters one read of N bytes at OFF whose real result (bytes, or -errno)
+  // is REAL: returns what the backend should see instead (-errno on error).
+  // Used by io_uring on each completion; the real read already happened.
+  int64_t FilterResult(uint64_t off, uint64_t n, int64_t real);
+
+  uint64_t calls() const { return calls_.load(); }
+  uint64_t eintr_injected() const { return eintr_.load(); }
+  uint64_t short_injected() const { return short_.load(); }
+
+ private:
+  // Decides the fate of one call: returns -errno to fail it, else the number
+  // of bytes (<= n) the call may deliver.
+  int64_t Decide(uint64_t off, uint64_t n);
+
+  FaultSpec spec_;
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> eintr_{0};
+  std::atomic<uint64_t> short_{0};
+};
+
+struct FileFaults {
+  static constexpr uint64_t kNever = FaultSpec::kNever;
+  uint64_t eio_offset = kNever;   // a ReadAt covering this byte fails (EIO)
+  uint64_t truncate_at = kNever;  // a ReadAt reaching past this ends early
+  uint64_t fail_read_number = kNever;  // the Nth ReadAt (0-based) fails (EIO)
+};
+
+// Wraps INNER; size(), path(), alignment() and backend_name() are INNER's.
+class FaultInjectingFile final : public File {
+ public:
+  FaultInjectingFile(std::unique_ptr<File> inner, const FileFaults& faults)
+      : inner_(std::move(inner)), faults_(faults) {}
+
+  Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
+  uint64_t size() const override { return inner_->size(); }
+  const std::string& path() const override { return inner_->path(); }
+  size_t alignment() const override { return inner_->alignment(); }
+  std::string_view backend_name() const override {
+    return inner_->backend_name();
+  }
+  uint64_t reads() const { return reads_.load(); }
+
+ private:
+  std::unique_ptr<File> inner_;
+  FileFaults faults_;
+  std::atomic<uint64_t> reads_{0};
+};
+
+}  // namespace weightlift::internal

@@ -1,0 +1,416 @@
+// The backend suite: every File backend (pread, O_DIRECT, io_uring, mmap,
+// memory) passes the same tests on real files in a temporary directory.
+// Unaligned ranges on O_DIRECT backends go through the planner and the host
+// executor, the path a load takes.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "exec/executor.h"
+#include "exec/thread_pool.h"
+#include "io/backends.h"
+#include "io/fault_file.h"
+#include "io/file.h"
+#include "io/memory_file.h"
+#include "io/testing/temp_dir.h"
+#include "plan/plan.h"
+
+namespace weightlift::internal {
+namespace {
+
+using testing::RandomBytes;
+using testing::TempDir;
+using testing::WriteFileOrDie;
+
+enum class Kind { kPread, kDirect, kUring, kMmap, kMemory };
+
+std::string KindName(Kind k) {
+  switch (k) {
+    case Kind::kPread: return "pread";
+    case Kind::kDirect: return "direct";
+    case Kind::kUring: return "uring";
+    case Kind::kMmap: return "mmap";
+    case Kind::kMemory: return "memory";
+  }
+  return "?";
+}
+
+// Page-aligned buffer of at least N bytes (plus alignment slack at the end),
+// from an anonymous mapping (so multi-GiB buffers are cheap until touched).
+class Buffer {
+ public:
+  explicit Buffer(uint64_t n) : size_((n + 8191) / 4096 * 4096) {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    data_ = static_cast<std::byte*>(p);
+  }
+  ~Buffer() { ::munmap(data_, size_); }
+  std::byte* data() { return data_; }
+
+ private:
+  uint64_t size_;
+  std::byte* data_;
+};
+
+class BackendTest : public ::testing::TestWithParam<Kind> {
+ protected:
+  // Opens PATH with the backend under test; skips when the backend cannot
+  // run here (io_uring not compiled in or refused by the kernel).
+  std::unique_ptr<File> Open(const std::string& path,
+                             const IoOptions& io = {}) {
+    StatusOr<std::unique_ptr<File>> f = Status::Internal("unset");
+    switch (GetParam()) {
+      case Kind::kPread: f = OpenFile(path, IoBackend::kPread, io); break;
+      case Kind::kDirect: f = OpenFile(path, IoBackend::kDirect, io); break;
+      case Kind::kUring: f = OpenFile(path, IoBackend::kUring, io); break;
+      case Kind::kMmap: f = OpenFile(path, IoBackend::kMmap, io); break;
+      case Kind::kMemory:
+        return std::make_unique<MemoryFile>(path, testing::ReadFileOrDie(path));
+    }
+    if (!f.ok() && f.status().code() == StatusCode::kUnsupported) {
+      skipped_ = f.status().ToString();
+      return nullptr;
+    }
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    return f.ok() ? std::move(*f) : nullptr;
+  }
+  bool Syscalls() const {
+    return GetParam() == Kind::kPread || GetParam() == Kind::kDirect ||
+           GetParam() == Kind::kUring;
+  }
+
+  // Reads [OFF, OFF+LEN) of F into DST the way a load does: MakePlan +
+  // RunHostPlan, so O_DIRECT backends get aligned interiors and bounced
+  // edges.
+  Status ReadViaExecutor(File& f, uint64_t off, uint64_t len, std::byte* dst) {
+    Segment seg{0, off, len, reinterpret_cast<uintptr_t>(dst), 0};
+    PlanFile pf{f.size(), f.alignment(), true};
+    PlanOptions po;
+    po.chunk_bytes = 256 << 10;
+    po.direct_min_bytes = 64 << 10;
+    Plan plan = MakePlan({&seg, 1}, {&pf, 1}, 1, po);
+    auto bounce = BouncePool::Create(1 << 20, 256 << 10);
+    if (!bounce.ok()) return bounce.status();
+    File* files[] = {&f};
+    return RunHostPlan(plan, files, pool_, **bounce, {}, nullptr);
+  }
+
+  TempDir dir_;
+  ThreadPool pool_{3};
+  std::string skipped_;
+};
+
+#define OPEN_OR_SKIP(var, ...)                          \
+  auto var = Open(__VA_ARGS__);                         \
+  if (!var) {                                           \
+    if (!skipped_.empty()) GTEST_SKIP() << skipped_;    \
+    return;                                             \
+  }
+
+TEST_P(BackendTest, ReportsSizePathAndName) {
+  const std::string p = dir_.File("f");
+  WriteFileOrDie(p, RandomBytes(12345, 1));
+  OPEN_OR_SKIP(f, p);
+  EXPECT_EQ(f->size(), 12345u);
+  EXPECT_EQ(f->path(), p);
+  EXPECT_EQ(f->backend_name(), KindName(GetParam()));
+  if (GetParam() == Kind::kDirect || GetParam() == Kind::kUring) {
+    EXPECT_GE(f->alignment(), 512u);
+    EXPECT_EQ(f->alignment() & (f->alignment() - 1), 0u);
+  } else {
+    EXPECT_EQ(f->alignment(), 1u);
+  }
+}
+
+TEST_P(BackendTest, RandomAlignedRangesReadExactBytes) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 3; ++round) {
+    const uint64_t size = 3 * 1024 * 1024 + rng() % 100000;
+    const auto bytes = RandomBytes(size, round + 10);
+    const std::string p = dir_.File("r" + std::to_string(round));
+    WriteFileOrDie(p, bytes);
+    OPEN_OR_SKIP(f, p);
+    const uint64_t a = f->alignment();
+    Buffer buf(size + a);
+    for (int i = 0; i < 60; ++i) {
+      uint64_t off = rng() % size / a * a;
+      uint64_t len = rng() % 2 == 0 ? rng() % (size - off + 1)
+                                     : rng() % std::min<uint64_t>(size - off + 1, 70000);
+      // Aligned length unless the range ends at the end of the file.
+      if (len % a != 0 && off + len != size) len = len / a * a;
+      if (i == 0) {  // the tail block, ending exactly at EOF
+        off = (size - 1) / a * a;
+        len = size - off;
+      }
+      Status s = f->ReadAt(off, {buf.data(), len});
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_EQ(std::memcmp(buf.data(), bytes.data() + off, len), 0)
+          << "off " << off << " len " << len;
+    }
+  }
+}
+
+TEST_P(BackendTest, UnalignedRangesThroughExecutor) {
+  const uint64_t size = 2 * 1024 * 1024 + 777;
+  const auto bytes = RandomBytes(size, 3);
+  const std::string p = dir_.File("u");
+  WriteFileOrDie(p, bytes);
+  OPEN_OR_SKIP(f, p);
+  std::mt19937_64 rng(11);
+  Buffer buf(size + 8192);
+  for (int i = 0; i < 80; ++i) {
+    const uint64_t off = rng() % size;
+    const uint64_t len = rng() % (size - off + 1);
+    // Destination congruent to the file offset half the time (direct
+    // interior), arbitrary otherwise (all bounce).
+    const uint64_t phase = rng() % 2 == 0 ? off % 4096 : rng() % 4096;
+    std::byte* dst = buf.data() + phase;
+    std::memset(buf.data(), 0xAB, size + 4096);
+    Status s = ReadViaExecutor(*f, off, len, dst);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(std::memcmp(dst, bytes.data() + off, len), 0)
+        << "off " << off << " len " << len << " phase " << phase;
+    // Nothing written outside the destination.
+    for (uint64_t j = 0; j < phase; ++j) ASSERT_EQ(buf.data()[j], std::byte{0xAB});
+    for (uint64_t j = 0; j < 64 && phase + len + j < size + 4096; ++j) {
+      ASSERT_EQ(dst[len + j], std::byte{0xAB}) << "stray write after the end";
+    }
+  }
+}
+
+TEST_P(BackendTest, ConcurrentReadersOnOneFile) {
+  const uint64_t size = 4 * 1024 * 1024;
+  const auto bytes = RandomBytes(size, 5);
+  const std::string p = dir_.File("c");
+  WriteFileOrDie(p, bytes);
+  OPEN_OR_SKIP(f, p);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Buffer buf(256 * 1024);
+      std::mt19937_64 rng(t);
+      for (int i = 0; i < 40; ++i) {
+        const uint64_t off = rng() % (size / 4096 - 64) * 4096;
+        if (!f->ReadAt(off, {buf.data(), 256 * 1024}).ok() ||
+            std::memcmp(buf.data(), bytes.data() + off, 256 * 1024) != 0) {
+          ++bad;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_P(BackendTest, RangeOverTwoGiB) {
+  // Sparse: 2 GiB + 5 MiB + 123 bytes, real data only near the edges and
+  // across the 2 GiB mark, so the test costs little disk.
+  const uint64_t size = (uint64_t{2} << 30) + (5 << 20) + 123;
+  if (GetParam() == Kind::kMemory) {
+    GTEST_SKIP() << "memory backend: would need a 2 GiB copy of the file";
+  }
+  const std::string p = dir_.File("big");
+  const auto head = RandomBytes(1 << 20, 21);
+  const auto mid = RandomBytes(1 << 20, 22);
+  const auto tail = RandomBytes(777, 23);
+  const uint64_t mid_at = (uint64_t{2} << 30) - (512 << 10);
+  {
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, head.data(), head.size(), 0), (ssize_t)head.size());
+    ASSERT_EQ(::pwrite(fd, mid.data(), mid.size(), mid_at), (ssize_t)mid.size());
+    ASSERT_EQ(::pwrite(fd, tail.data(), tail.size(), size - tail.size()),
+              (ssize_t)tail.size());
+    ::close(fd);
+  }
+  OPEN_OR_SKIP(f, p);
+  ASSERT_EQ(f->size(), size);
+  // One ReadAt of the whole file: more than 2 GiB in one call.
+  Buffer buf(size + 4096);
+  Status s = f->ReadAt(0, {buf.data(), size});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(std::memcmp(buf.data(), head.data(), head.size()), 0);
+  EXPECT_EQ(std::memcmp(buf.data() + mid_at, mid.data(), mid.size()), 0);
+  EXPECT_EQ(std::memcmp(buf.data() + size - tail.size(), tail.data(),
+                        tail.size()),
+            0);
+  EXPECT_EQ(buf.data()[head.size() + 12345], std::byte{0});  // a hole
+}
+
+TEST_P(BackendTest, ShortReadsAndEintrAreRetried) {
+  if (!Syscalls()) GTEST_SKIP() << "no system calls below this backend";
+  const uint64_t size = 1024 * 1024 + 4096 * 3 + 99;
+  const auto bytes = RandomBytes(size, 31);
+  const std::string p = dir_.File("s");
+  WriteFileOrDie(p, bytes);
+  FaultSpec spec;
+  spec.max_bytes_per_call = 4096 * 5;  // aligned, as the kernel's would be
+  spec.eintr_every = 3;
+  IoOptions io;
+  io.faults = std::make_shared<FaultInjector>(spec);
+  io.uring_piece_bytes = 64 << 10;
+  OPEN_OR_SKIP(f, p, io);
+  Buffer buf(size + 4096);
+  Status s = f->ReadAt(0, {buf.data(), size});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(std::memcmp(buf.data(), bytes.data(), size), 0);
+  EXPECT_GT(io.faults->short_injected(), 0u);
+  EXPECT_GT(io.faults->eintr_injected(), 0u);
+  if (GetParam() == Kind::kPread) {
+    // Buffered reads may come back short at any byte count.
+    FaultSpec odd;
+    odd.max_bytes_per_call = 1000;
+    odd.eintr_every = 2;
+    IoOptions io2;
+    io2.faults = std::make_shared<FaultInjector>(odd);
+    auto g = Open(p, io2);
+    ASSERT_TRUE(g);
+    std::vector<std::byte> out(50001);
+    ASSERT_TRUE(g->ReadAt(123, out).ok());
+    EXPECT_EQ(std::memcmp(out.data(), bytes.data() + 123, out.size()), 0);
+  }
+}
+
+TEST_P(BackendTest, EioAtOffsetIsIoError) {
+  const uint64_t size = 1024 * 1024;
+  const std::string p = dir_.File("e");
+  WriteFileOrDie(p, RandomBytes(size, 41));
+  FaultSpec spec;
+  spec.eio_offset = 600000;
+  IoOptions io;
+  io.faults = std::make_shared<FaultInjector>(spec);
+  OPEN_OR_SKIP(inner, p, io);
+  std::unique_ptr<File> f = std::move(inner);
+  if (!Syscalls()) {  // inject at the File level instead
+    FileFaults ff;
+    ff.eio_offset = 600000;
+    f = std::make_unique<FaultInjectingFile>(std::move(f), ff);
+  }
+  Buffer buf(size);
+  Status ok = f->ReadAt(0, {buf.data(), 4096 * 10});
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+  Status s = f->ReadAt(0, {buf.data(), size});
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_NE(s.message().find("EIO"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(p), std::string::npos) << s.ToString();
+  // Through the executor too: the error comes back, not a partial success.
+  Status e = ReadViaExecutor(*f, 100, size - 200, buf.data() + 100);
+  EXPECT_EQ(e.code(), StatusCode::kIoError) << e.ToString();
+}
+
+TEST_P(BackendTest, TruncatedAfterOpenIsIoErrorNotCrash) {
+  const uint64_t size = 2 * 1024 * 1024 + 500;
+  const auto bytes = RandomBytes(size, 51);
+  const std::string p = dir_.File("t");
+  WriteFileOrDie(p, bytes);
+  OPEN_OR_SKIP(f, p);
+  // The header was read (size known); now the file shrinks under us.
+  if (auto* m = dynamic_cast<MemoryFile*>(f.get())) {
+    m->Truncate(size / 2);
+  } else {
+    ASSERT_EQ(::truncate(p.c_str(), size / 2), 0);
+  }
+  Buffer buf(size + 4096);
+  // Still readable before the cut.
+  Status a = f->ReadAt(0, {buf.data(), 4096});
+  EXPECT_TRUE(a.ok()) << a.ToString();
+  // Reads reaching past the cut fail cleanly.
+  Status s = f->ReadAt(0, {buf.data(), size});
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_NE(s.message().find(p), std::string::npos);
+  Status t = f->ReadAt(size / 4096 * 4096, {buf.data(), size % 4096});
+  EXPECT_EQ(t.code(), StatusCode::kIoError) << t.ToString();
+  Status e = ReadViaExecutor(*f, 1000, size - 1000, buf.data() + 1000);
+  EXPECT_EQ(e.code(), StatusCode::kIoError) << e.ToString();
+}
+
+TEST_P(BackendTest, ReadPastEndIsRejected) {
+  const std::string p = dir_.File("p");
+  WriteFileOrDie(p, RandomBytes(8192, 61));
+  OPEN_OR_SKIP(f, p);
+  Buffer buf(3 * 4096);
+  Status s = f->ReadAt(4096, {buf.data(), 8192});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_TRUE(f->ReadAt(8192, {buf.data(), 0}).ok());
+}
+
+TEST_P(BackendTest, EmptyFile) {
+  const std::string p = dir_.File("empty");
+  WriteFileOrDie(p, {});
+  OPEN_OR_SKIP(f, p);
+  EXPECT_EQ(f->size(), 0u);
+  Buffer buf(4096);
+  EXPECT_TRUE(f->ReadAt(0, {buf.data(), 0}).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BackendTest,
+                         ::testing::Values(Kind::kPread, Kind::kDirect,
+                                           Kind::kUring, Kind::kMmap,
+                                           Kind::kMemory),
+                         [](const auto& info) { return KindName(info.param); });
+
+// --- pieces that are not a backend ---------------------------------------
+
+TEST(OpenFileTest, MissingFileIsNotFound) {
+  for (IoBackend b : {IoBackend::kPread, IoBackend::kDirect, IoBackend::kUring,
+                      IoBackend::kMmap}) {
+    auto f = OpenFile("/nonexistent/weightlift/x", b);
+    ASSERT_FALSE(f.ok());
+    if (b == IoBackend::kUring && !UringCompiledIn()) continue;
+    EXPECT_EQ(f.status().code(), StatusCode::kNotFound)
+        << IoBackendName(b) << ": " << f.status().ToString();
+  }
+}
+
+TEST(OpenFileTest, UringWithoutSupportIsUnsupported) {
+  TempDir dir;
+  WriteFileOrDie(dir.File("x"), RandomBytes(10, 1));
+  auto f = OpenFile(dir.File("x"), IoBackend::kUring);
+  if (UringCompiledIn()) {
+    // Compiled in: either it works or the kernel refused with a reason.
+    if (!f.ok()) {
+      EXPECT_EQ(f.status().code(), StatusCode::kUnsupported);
+      EXPECT_NE(f.status().message().find("io_uring_queue_init"),
+                std::string::npos);
+    }
+  } else {
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.status().code(), StatusCode::kUnsupported);
+  }
+}
+
+TEST(MemoryFileTest, EnforcesDirectContractWhenAligned) {
+  MemoryFile f("m", RandomBytes(10000, 1), 4096);
+  Buffer buf(16384);
+  EXPECT_EQ(f.ReadAt(100, {buf.data(), 4096}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.ReadAt(0, {buf.data() + 8, 4096}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.ReadAt(0, {buf.data(), 4000}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(f.ReadAt(8192, {buf.data(), 10000 - 8192}).ok());  // tail
+}
+
+TEST(FaultInjectingFileTest, FailsTheNthRead) {
+  FileFaults ff;
+  ff.fail_read_number = 2;
+  FaultInjectingFile f(std::make_unique<MemoryFile>("m", RandomBytes(100, 1)),
+                       ff);
+  std::byte b[10];
+  EXPECT_TRUE(f.ReadAt(0, b).ok());
+  EXPECT_TRUE(f.ReadAt(0, b).ok());
+  EXPECT_EQ(f.ReadAt(0, b).code(), StatusCode::kIoError);
+  EXPECT_TRUE(f.ReadAt(0, b).ok());
+}
+
+}  // namespace
+}  // namespace weightlift::internal

@@ -1,0 +1,273 @@
+// io_uring on an O_DIRECT descriptor: one ReadAt splits its range into
+// pieces of IoOptions::uring_piece_bytes and keeps queue_depth of them in
+// flight, so T calling threads give the device T x queue_depth requests.
+//
+// A ring is not thread-safe, so each File keeps a small pool of rings: a
+// ReadAt takes one (creating it on first need), uses it alone and gives it
+// back. The pool grows to the number of threads reading the file at once.
+// Each ring has the file registered (IORING_REGISTER_FILES) so submissions
+// skip the per-request fd lookup.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "io/backends.h"
+#include "io/fault_file.h"
+#include "io/io_util.h"
+
+#if defined(WL_HAVE_URING)
+#include <liburing.h>
+#endif
+
+namespace weightlift::internal {
+
+bool UringCompiledIn() {
+#if defined(WL_HAVE_URING)
+  return true;
+#else
+  return false;
+#endif
+}
+
+#if !defined(WL_HAVE_URING)
+
+StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
+                                              const IoOptions&) {
+  return Status::Unsupported("uring: '" + path +
+                             "': this build has no io_uring support "
+                             "(liburing not found at build time)");
+}
+
+#else
+
+namespace {
+
+// One io_uring instance with the file registered at fixed index 0.
+class Ring {
+ public:
+  static StatusOr<std::unique_ptr<Ring>> Create(int fd, unsigned depth,
+                                                const std::string& path) {
+    auto r = std::unique_ptr<Ring>(new Ring());
+    const int rc = io_uring_queue_init(depth, &r->ring_, 0);
+    if (rc < 0) {
+      return Status::Unsupported(
+          "uring: '" + path + "': io_uring_queue_init refused: " +
+          std::strerror(-rc) + " (" +
+          (strerrorname_np(-rc) ? strerrorname_np(-rc) : "?") + ")");
+    }
+    r->initialized_ = true;
+    // Registration is an optimisation: without it submissions use the fd.
+    r->fixed_ = io_uring_register_files(&r->ring_, &fd, 1) == 0;
+    r->fd_ = fd;
+    return r;
+  }
+  ~Ring() {
+    if (initialized_) io_uring_queue_exit(&ring_);
+  }
+  io_uring* get() { return &ring_; }
+  bool fixed() const { return fixed_; }
+  int fd() const { return fd_; }
+
+ private:
+  Ring() = default;
+  io_uring ring_{};
+  bool initialized_ = false;
+  bool fixed_ = false;
+  int fd_ = -1;
+};
+
+class UringFile final : public File {
+ public:
+  UringFile(std::string path, UniqueFd fd, uint64_t size, size_t alignment,
+            const IoOptions& options, std::unique_ptr<Ring> first)
+      : path_(std::move(path)),
+        fd_(std::move(fd)),
+        size_(size),
+        alignment_(alignment),
+        depth_(static_cast<unsigned>(std::max(1, options.queue_depth))),
+        piece_(std::max<uint64_t>(
+            alignment, AlignUp(options.uring_piece_bytes, alignment))),
+        faults_(options.faults) {
+    free_.push_back(std::move(first));
+  }
+
+  Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  size_t alignment() const override { return alignment_; }
+  std::string_view backend_name() const override { return "uring"; }
+
+ private:
+  StatusOr<std::unique_ptr<Ring>> Acquire() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        auto r = std::move(free_.back());
+        free_.pop_back();
+        return r;
+      }
+    }
+    return Ring::Create(fd_.get(), depth_, path_);
+  }
+  void Release(std::unique_ptr<Ring> r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(r));
+  }
+  Status RunPieces(Ring& ring, uint64_t offset, std::span<std::byte> dst,
+                   bool* ring_broken);
+
+  std::string path_;
+  UniqueFd fd_;
+  uint64_t size_;
+  size_t alignment_;
+  unsigned depth_;
+  uint64_t piece_;
+  std::shared_ptr<FaultInjector> faults_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Ring>> free_;
+};
+
+Status UringFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
+  WL_RETURN_IF_ERROR(CheckReadArgs(path_, size_, alignment_, offset, dst));
+  if (dst.empty()) return Status::OK();
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring, Acquire());
+  bool broken = false;
+  Status s = RunPieces(*ring, offset, dst, &broken);
+  if (!broken) Release(std::move(ring));
+  return s;
+}
+
+Status UringFile::RunPieces(Ring& ring, uint64_t offset,
+                            std::span<std::byte> dst, bool* ring_broken) {
+  struct Piece {
+    uint64_t start;     // from OFFSET
+    uint64_t length;    // bytes requested (aligned)
+    uint64_t required;  // bytes that must arrive (short only at file end)
+    uint64_t done;
+    uint64_t asked;     // length of the request in flight
+  };
+  const uint64_t need = dst.size();
+  const uint64_t request = AlignUp(need, alignment_);
+  std::vector<Piece> pieces;
+  pieces.reserve(request / piece_ + 1);
+  for (uint64_t p = 0; p < request; p += piece_) {
+    const uint64_t len = std::min(piece_, request - p);
+    pieces.push_back({p, len, std::min(len, need - p), 0, 0});
+  }
+
+  io_uring* r = ring.get();
+  size_t next = 0;       // next piece never submitted
+  unsigned inflight = 0;
+  std::vector<size_t> resubmit;  // pieces to submit again (EINTR, short)
+  Status first_error;
+
+  auto queue = [&](size_t i) {
+    io_uring_sqe* sqe = io_uring_get_sqe(r);
+    // The ring has depth_ entries and at most depth_ are in flight, so an
+    // sqe is always free here.
+    Piece& pc = pieces[i];
+    pc.asked = pc.length - pc.done;
+    void* buf = dst.data() + pc.start + pc.done;
+    const uint64_t at = offset + pc.start + pc.done;
+    if (ring.fixed()) {
+      io_uring_prep_read(sqe, 0, buf, static_cast<unsigned>(pc.asked), at);
+      sqe->flags |= IOSQE_FIXED_FILE;
+    } else {
+      io_uring_prep_read(sqe, ring.fd(), buf, static_cast<unsigned>(pc.asked),
+                         at);
+    }
+    io_uring_sqe_set_data64(sqe, i);
+    ++inflight;
+  };
+
+  while (true) {
+    if (first_error.ok()) {
+      for (size_t i : resubmit) queue(i);
+      resubmit.clear();
+      while (inflight < depth_ && next < pieces.size()) queue(next++);
+    }
+    if (inflight == 0) break;
+    int rc = io_uring_submit_and_wait(r, 1);
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      // The ring is unusable; nothing more will complete through it. Its
+      // requests may still be running, so the ring (and with it the
+      // kernel's references) is dropped rather than reused.
+      *ring_broken = true;
+      return Status::IoErrorFromErrno(
+          "io_uring_submit_and_wait failed: " +
+              DescribeRange(path_, offset, need),
+          -rc);
+    }
+    io_uring_cqe* cqe;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(r, head, cqe) {
+      ++seen;
+      --inflight;
+      const size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
+      Piece& pc = pieces[i];
+      int64_t res = cqe->res;
+      if (faults_) {
+        res = faults_->FilterResult(offset + pc.start + pc.done, pc.asked, res);
+      }
+      if (!first_error.ok()) continue;  // draining after an error
+      if (res == -EINTR || res == -EAGAIN) {
+        resubmit.push_back(i);
+        continue;
+      }
+      if (res < 0) {
+        first_error = Status::IoErrorFromErrno(
+            "io_uring read failed at offset " +
+                std::to_string(offset + pc.start + pc.done) + ": " +
+                DescribeRange(path_, offset, need),
+            static_cast<int>(-res));
+        continue;
+      }
+      pc.done += static_cast<uint64_t>(res);
+      if (pc.done >= pc.required) continue;  // piece complete
+      if (res == 0 || pc.done % alignment_ != 0) {
+        // O_DIRECT comes back short and unaligned only at end of file.
+        first_error = Status::IoError(
+            "file ended early (truncated?): " +
+            DescribeRange(path_, offset, need) + ", piece at offset " +
+            std::to_string(offset + pc.start) + " got " +
+            std::to_string(pc.done) + " of " + std::to_string(pc.required) +
+            " bytes");
+        continue;
+      }
+      resubmit.push_back(i);  // short but aligned: ask for the rest
+    }
+    io_uring_cq_advance(r, seen);
+  }
+  return first_error;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
+                                              const IoOptions& options) {
+  WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, O_DIRECT, "uring"));
+  WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd.get(), path));
+  const size_t align = DirectIoAlignment(fd.get());
+  if (align == 0) {
+    return Status::Unsupported("uring: '" + path +
+                               "': the file system reports no O_DIRECT "
+                               "support (statx STATX_DIOALIGN)");
+  }
+  const unsigned depth =
+      static_cast<unsigned>(std::clamp(options.queue_depth, 1, 4096));
+  // The first ring is made now so that a kernel refusing io_uring is
+  // reported at open time (and auto mode can fall back).
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
+                      Ring::Create(fd.get(), depth, path));
+  return std::unique_ptr<File>(new UringFile(path, std::move(fd), size, align,
+                                             options, std::move(ring)));
+}
+
+#endif  // WL_HAVE_URING
+
+}  // namespace weightlift::internal

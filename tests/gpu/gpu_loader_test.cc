@@ -1,0 +1,535 @@
+// GPU tests of the CUDA loader (label `gpu`). Each test skips with the reason
+// when cuda:0 cannot be used. On a GPU they check, against bytes written by
+// st_builder.h and against a host load: every dtype bit-exact, odd offsets
+// and sizes, chunk boundaries, all three host_register modes, cold files
+// (O_DIRECT), caller destinations, on_ready timing, GDS auto/on behaviour,
+// device out-of-memory, truncated files and loader reuse.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/baselines.h"
+#include "cuda/cufile_lib.h"
+#include "io/page_cache.h"
+#include "st_builder.h"
+#include "weightlift/checkpoint.h"
+#include "weightlift/loader.h"
+
+namespace weightlift {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Spec;
+using testing::TensorSpec;
+
+// Every dtype of the spec, with element counts that make odd byte sizes
+// where the dtype allows it.
+std::vector<TensorSpec> AllDTypeSpecs() {
+  return {
+      Spec("bool_odd", "BOOL", {3, 5}),
+      Spec("f4_pairs", "F4", {7, 2}),
+      Spec("f6_e2m3", "F6_E2M3", {4, 3}),
+      Spec("f6_e3m2", "F6_E3M2", {12}),
+      Spec("u8_prime", "U8", {1009}),
+      Spec("i8", "I8", {33, 3}),
+      Spec("f8_e5m2", "F8_E5M2", {17}),
+      Spec("f8_e4m3", "F8_E4M3", {65537}),
+      Spec("f8_e8m0", "F8_E8M0", {5}),
+      Spec("f8_e4m3fnuz", "F8_E4M3FNUZ", {9}),
+      Spec("f8_e5m2fnuz", "F8_E5M2FNUZ", {11}),
+      Spec("i16", "I16", {13}),
+      Spec("u16", "U16", {7, 7}),
+      Spec("f16", "F16", {301}),
+      Spec("bf16_big", "BF16", {1537, 1031}),  // ~3 MiB, spans chunks
+      Spec("i32", "I32", {19}),
+      Spec("u32", "U32", {23}),
+      Spec("f32", "F32", {129, 257}),
+      Spec("c64", "C64", {3}),
+      Spec("f64", "F64", {31}),
+      Spec("i64", "I64", {2}),
+      Spec("u64", "U64", {1}),
+      Spec("empty", "F32", {0, 4}),
+      Spec("scalar", "F32", {}),
+  };
+}
+
+class CudaLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!internal::CudaDeviceAvailable(0, &why)) {
+      GTEST_SKIP() << "no usable CUDA device: " << why;
+    }
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/wl_gpu_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+
+  // Writes one file; returns its path.
+  std::string Write(const std::string& name, const std::vector<TensorSpec>& s,
+                    uint64_t seed, bool pad = false) {
+    std::string err;
+    auto f = testing::WriteSafetensors(dir_ + "/" + name, s, seed, pad, &err);
+    EXPECT_FALSE(f.path.empty()) << err;
+    return f.path;
+  }
+
+  // The bytes the file holds for TENSOR (read with plain pread: independent
+  // of every loader).
+  static std::vector<uint8_t> FileBytes(const Checkpoint& ck,
+                                        const TensorInfo& t) {
+    std::vector<uint8_t> out(t.size);
+    FILE* f = fopen(ck.files()[t.file].path.c_str(), "rb");
+    EXPECT_NE(f, nullptr);
+    if (!f) return out;
+    fseeko(f, static_cast<off_t>(t.offset), SEEK_SET);
+    size_t got = t.size ? fread(out.data(), 1, t.size, f) : 0;
+    fclose(f);
+    EXPECT_EQ(got, t.size) << t.name;
+    return out;
+  }
+
+  static std::vector<uint8_t> DeviceBytes(const void* p, uint64_t n) {
+    std::vector<uint8_t> out(n);
+    if (n) {
+      EXPECT_EQ(cudaMemcpy(out.data(), p, n, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    }
+    return out;
+  }
+
+  // Checks every tensor of R against the file and, when HOST is given,
+  // against the host loader's bytes. Returns the number of mismatches.
+  static int CheckExact(const Checkpoint& ck, const LoadResult& r,
+                        const LoadResult* host = nullptr) {
+    int bad = 0;
+    for (const LoadedTensor& t : r.tensors) {
+      const TensorInfo* info = ck.Find(t.name);
+      EXPECT_NE(info, nullptr);
+      if (!info) return ++bad;
+      EXPECT_EQ(t.size, info->size) << t.name;
+      EXPECT_TRUE(t.device.is_cuda()) << t.name;
+      if (t.size) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 256, 0u) << t.name;
+      }
+      auto want = FileBytes(ck, *info);
+      auto got = DeviceBytes(t.data, t.size);
+      if (want != got) {
+        ++bad;
+        ADD_FAILURE() << "tensor '" << t.name << "' (" << t.size
+                      << " bytes at file offset " << info->offset
+                      << ") differs on the device from the file";
+      }
+      if (host) {
+        const LoadedTensor* h = host->Find(t.name);
+        EXPECT_NE(h, nullptr) << t.name;
+        if (h && (h->size != t.size ||
+                  (t.size && std::memcmp(h->data, got.data(), t.size) != 0))) {
+          ++bad;
+          ADD_FAILURE() << "tensor '" << t.name
+                        << "' differs between host and device loads";
+        }
+      }
+    }
+    return bad;
+  }
+
+  static size_t FreeDeviceBytes() {
+    size_t f = 0, t = 0;
+    cudaDeviceSynchronize();
+    EXPECT_EQ(cudaMemGetInfo(&f, &t), cudaSuccess);
+    return f;
+  }
+
+  static LoadOptions Cuda() {
+    LoadOptions o;
+    o.device = Device::Cuda(0);
+    return o;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CudaLoaderTest, EveryDTypeBitExactAgainstFileAndHostLoad) {
+  std::string path = Write("all.safetensors", AllDTypeSpecs(), 1);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  ASSERT_EQ(ck->files()[0].data_offset % 2, 1u) << "want odd offsets";
+
+  auto host_loader = Loader::Create(LoadOptions{});
+  ASSERT_TRUE(host_loader.ok()) << host_loader.status().ToString();
+  auto host = (*host_loader)->Load(*ck);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+
+  auto loader = Loader::Create(Cuda());
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ck);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->tensors.size(), ck->tensors().size());
+  EXPECT_EQ(CheckExact(*ck, *r, &*host), 0);
+  EXPECT_EQ(r->report.bytes, ck->total_bytes());
+  EXPECT_GE(r->report.device_bytes, ck->total_bytes());
+  ASSERT_EQ(r->report.files.size(), 1u);
+  std::cout << r->report.ToString() << "\n";
+}
+
+TEST_F(CudaLoaderTest, SmallChunksManyBoundariesAndSubsetInRequestOrder) {
+  std::vector<TensorSpec> s = AllDTypeSpecs();
+  std::string p1 = Write("a.safetensors", s, 2);
+  auto ck = Checkpoint::Open(p1);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  for (int threads : {1, 3}) {
+    LoadOptions o = Cuda();
+    o.threads = threads;
+    o.cuda_chunk_bytes = 64u << 10;
+    o.chunk_bytes = o.cuda_chunk_bytes;  // Validate: staging >= chunk_bytes
+    o.staging_bytes = (64u << 10) * 2 * threads;
+    o.host_register = HostRegisterMode::kOff;
+    auto loader = Loader::Create(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    std::vector<std::string> names = {"u64", "bf16_big", "bool_odd", "empty",
+                                      "f8_e4m3"};
+    auto r = (*loader)->Load(*ck, names);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->tensors.size(), names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      EXPECT_EQ(r->tensors[i].name, names[i]);
+    }
+    EXPECT_EQ(CheckExact(*ck, *r), 0) << "threads " << threads;
+    EXPECT_EQ(r->report.threads, threads);
+  }
+}
+
+TEST_F(CudaLoaderTest, HostRegisterOnOffAutoAllBitExact) {
+  std::string path = Write("hr.safetensors", AllDTypeSpecs(), 3);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  for (auto mode : {HostRegisterMode::kOn, HostRegisterMode::kOff,
+                    HostRegisterMode::kAuto}) {
+    LoadOptions o = Cuda();
+    o.host_register = mode;
+    o.host_register_piece_bytes = 1u << 20;  // several pieces per file
+    auto loader = Loader::Create(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    auto r = (*loader)->Load(*ck);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(CheckExact(*ck, *r), 0) << "mode " << static_cast<int>(mode);
+    ASSERT_EQ(r->report.files.size(), 1u);
+    const FileReport& f = r->report.files[0];
+    std::cout << "host_register mode " << static_cast<int>(mode) << ": "
+              << f.path_taken << " -- " << f.reason << "\n";
+    if (mode == HostRegisterMode::kOn) {
+      EXPECT_EQ(f.path_taken, "host-register");
+    }
+    if (mode == HostRegisterMode::kOff) {
+      EXPECT_EQ(f.path_taken.rfind("pinned-staging+", 0), 0u) << f.path_taken;
+    }
+    EXPECT_FALSE(f.reason.empty());
+  }
+}
+
+TEST_F(CudaLoaderTest, ColdFileThroughDirectIoBitExact) {
+  std::string path = Write("cold.safetensors", AllDTypeSpecs(), 4);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  Status ev = internal::EvictFromPageCache(path);
+  ASSERT_TRUE(ev.ok()) << ev.ToString();
+  auto loader = Loader::Create(Cuda());
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ck);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(CheckExact(*ck, *r), 0);
+  std::cout << "cold: " << r->report.files[0].path_taken << " -- "
+            << r->report.files[0].reason << "\n";
+}
+
+TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {
+  std::string path = Write("dst.safetensors", AllDTypeSpecs(), 5);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  std::vector<Destination> dests;
+  std::vector<void*> mem;
+  for (const TensorInfo& t : ck->tensors()) {
+    void* p = nullptr;
+    if (t.size) {
+        ASSERT_EQ(cudaMalloc(&p, t.size), cudaSuccess);
+      }
+    mem.push_back(p);
+    dests.push_back({t.name, p, t.size});
+  }
+  auto loader = Loader::Create(Cuda());
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  LoadReport report;
+  Status s = (*loader)->LoadInto(*ck, dests, &report);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(report.device_bytes, 0u) << "LoadInto allocates no device memory";
+  for (const Destination& d : dests) {
+    auto want = FileBytes(*ck, *ck->Find(d.name));
+    EXPECT_EQ(DeviceBytes(d.data, d.size), want) << d.name;
+  }
+  // Wrong size: InvalidArgument naming the tensor.
+  std::vector<Destination> bad = {dests[4]};
+  bad[0].size += 1;
+  s = (*loader)->LoadInto(*ck, bad, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find(bad[0].name), std::string::npos) << s.ToString();
+  // Host memory is not a device destination.
+  std::vector<uint8_t> host(dests[4].size);
+  std::vector<Destination> on_host = {{dests[4].name, host.data(), host.size()}};
+  s = (*loader)->LoadInto(*ck, on_host, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  for (void* p : mem) cudaFree(p);
+}
+
+TEST_F(CudaLoaderTest, OnReadyOncePerTensorOnlyAfterBytesArrived) {
+  std::string path = Write("ready.safetensors", AllDTypeSpecs(), 6);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  for (auto mode : {HostRegisterMode::kOff, HostRegisterMode::kOn}) {
+    LoadOptions o = Cuda();
+    o.host_register = mode;
+    o.cuda_chunk_bytes = 256u << 10;
+    o.chunk_bytes = o.cuda_chunk_bytes;
+    o.staging_bytes = 4u << 20;
+    o.threads = 4;
+    auto loader = Loader::Create(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    // Destinations are ours, so the callback knows where to look.
+    std::vector<Destination> dests;
+    std::vector<void*> mem;
+    for (const TensorInfo& t : ck->tensors()) {
+      void* p = nullptr;
+      if (t.size) {
+        ASSERT_EQ(cudaMalloc(&p, t.size), cudaSuccess);
+      }
+      if (t.size) {
+        ASSERT_EQ(cudaMemset(p, 0, t.size), cudaSuccess);
+      }
+      mem.push_back(p);
+      dests.push_back({t.name, p, t.size});
+    }
+    cudaDeviceSynchronize();
+    std::mutex mu;
+    std::map<size_t, int> calls;
+    int early = 0;
+    LoadCallbacks cb;
+    cb.on_ready = [&](size_t i, const TensorInfo& t) {
+      // The bytes must already be on the device when we are told.
+      std::vector<uint8_t> got(t.size);
+      if (t.size) {
+        cudaSetDevice(0);
+        cudaMemcpy(got.data(), dests[i].data, t.size, cudaMemcpyDeviceToHost);
+      }
+      bool ok = got == FileBytes(*ck, t);
+      std::lock_guard<std::mutex> l(mu);
+      calls[i]++;
+      if (!ok) early++;
+      EXPECT_EQ(t.name, dests[i].name);
+    };
+    Status s = (*loader)->LoadInto(*ck, dests, nullptr, cb);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(calls.size(), dests.size());
+    for (auto& [i, n] : calls) EXPECT_EQ(n, 1) << dests[i].name;
+    EXPECT_EQ(early, 0) << "on_ready fired before the bytes were on the device";
+    for (void* p : mem) cudaFree(p);
+  }
+}
+
+TEST_F(CudaLoaderTest, GdsAutoFallsBackAndSaysWhy) {
+  std::string path = Write("gds.safetensors", AllDTypeSpecs(), 7);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  // Cold, so auto would consider GDS at all.
+  ASSERT_TRUE(internal::EvictFromPageCache(path).ok());
+  LoadOptions o = Cuda();
+  o.gds = GdsMode::kAuto;
+  auto loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ck);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(CheckExact(*ck, *r), 0);
+  const FileReport& f = r->report.files[0];
+  std::cout << "gds auto: " << f.path_taken << " -- " << f.reason << "\n";
+  for (auto& n : r->report.notes) std::cout << "note: " << n << "\n";
+  if (!internal::NvidiaFsLoaded()) {
+    EXPECT_NE(f.path_taken, "gds");
+    EXPECT_NE(f.reason.find("nvidia-fs"), std::string::npos) << f.reason;
+  } else if (f.path_taken != "gds") {
+    // nvidia-fs present but cuFile refused: the report must say so.
+    bool noted = false;
+    for (auto& n : r->report.notes) noted |= n.find("GDS") != std::string::npos;
+    EXPECT_TRUE(noted);
+  }
+}
+
+TEST_F(CudaLoaderTest, GdsOnIsUnsupportedWithoutNvidiaFs) {
+  if (internal::NvidiaFsLoaded()) {
+    GTEST_SKIP() << "nvidia-fs is loaded here; gds=on may legitimately work";
+  }
+  std::string path = Write("gdson.safetensors", AllDTypeSpecs(), 8);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  LoadOptions o = Cuda();
+  o.gds = GdsMode::kOn;
+  auto loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  size_t before = FreeDeviceBytes();
+  auto r = (*loader)->Load(*ck);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("nvidia-fs"), std::string::npos)
+      << r.status().ToString();
+  EXPECT_EQ(FreeDeviceBytes(), before);
+}
+
+TEST_F(CudaLoaderTest, DeviceOutOfMemoryIsCleanAndFreesEverything) {
+  size_t free0 = FreeDeviceBytes();
+  // A sparse file declaring more tensor bytes than the device has free.
+  uint64_t per = free0 / 2 + (1ull << 30);
+  std::vector<TensorSpec> s = {Spec("huge_a", "U8", {per}),
+                               Spec("huge_b", "U8", {per})};
+  std::string err;
+  auto f = testing::WriteSafetensors(dir_ + "/huge.safetensors", s, 9, true,
+                                     &err, /*sparse=*/true);
+  ASSERT_FALSE(f.path.empty()) << err;
+  auto ck = Checkpoint::Open(f.path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  auto loader = Loader::Create(Cuda());
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  size_t before = FreeDeviceBytes();
+  auto r = (*loader)->Load(*ck);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find(std::to_string(2 * per)),
+            std::string::npos)
+      << "names the bytes requested: " << r.status().ToString();
+  EXPECT_NE(r.status().message().find("free"), std::string::npos);
+  std::cout << "OOM: " << r.status().ToString() << "\n";
+  EXPECT_EQ(FreeDeviceBytes(), before) << "device memory not back";
+  // The loader is still usable afterwards.
+  std::string ok_path = Write("after_oom.safetensors", AllDTypeSpecs(), 10);
+  auto ck2 = Checkpoint::Open(ok_path);
+  ASSERT_TRUE(ck2.ok());
+  auto r2 = (*loader)->Load(*ck2);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ(CheckExact(*ck2, *r2), 0);
+}
+
+TEST_F(CudaLoaderTest, TruncatedFileFailsWithNothingLoaded) {
+  std::vector<TensorSpec> s = AllDTypeSpecs();
+  std::string p1 = Write("good.safetensors", s, 11);
+  std::string p2 = Write("bad.safetensors",
+                         {Spec("x_big", "F32", {3u << 20}),
+                          Spec("y_tail", "F32", {1000})}, 12);
+  auto ck = Checkpoint::Open(dir_);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  // The file shrinks after its header was validated.
+  ASSERT_EQ(truncate(p2.c_str(), 4096), 0);
+  for (auto mode : {HostRegisterMode::kOff, HostRegisterMode::kOn}) {
+    LoadOptions o = Cuda();
+    o.host_register = mode;
+    auto loader = Loader::Create(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    size_t before = FreeDeviceBytes();
+    std::atomic<int> ready{0};
+    LoadCallbacks cb;
+    cb.on_ready = [&](size_t, const TensorInfo&) { ready++; };
+    auto r = (*loader)->Load(*ck, {}, cb);
+    ASSERT_FALSE(r.ok()) << "a truncated file must fail the load";
+    EXPECT_TRUE(r.status().code() == StatusCode::kIoError ||
+                r.status().code() == StatusCode::kCorruption)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find("bad.safetensors"), std::string::npos)
+        << r.status().ToString();
+    std::cout << "truncated: " << r.status().ToString() << " (on_ready fired "
+              << ready.load() << " times)\n";
+    EXPECT_EQ(FreeDeviceBytes(), before) << "device memory not back";
+  }
+}
+
+TEST_F(CudaLoaderTest, LoaderReusedForSeveralLoadsAndOwnersOutliveIt) {
+  std::string p = Write("reuse.safetensors", AllDTypeSpecs(), 13, true);
+  auto ck = Checkpoint::Open(p);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  std::vector<LoadResult> kept;
+  {
+    // Warm-up: the driver sets up lazily on first use (streams, copy
+    // engines) and keeps a little device memory for itself afterwards.
+    auto warm = Loader::Create(Cuda());
+    ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+    ASSERT_TRUE((*warm)->Load(*ck).ok());
+  }
+  size_t free_before = FreeDeviceBytes();
+  {
+    auto loader = Loader::Create(Cuda());
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    uint64_t staging = 0;
+    for (int i = 0; i < 4; ++i) {
+      auto r = (*loader)->Load(*ck);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(CheckExact(*ck, *r), 0) << "load " << i;
+      if (i == 0) staging = r->report.staging_bytes;
+      EXPECT_EQ(r->report.staging_bytes, staging) << "staging allocated once";
+      kept.push_back(std::move(r).value());
+    }
+  }
+  // The loader is gone; the tensors stay valid through their owners.
+  for (auto& r : kept) EXPECT_EQ(CheckExact(*ck, r), 0);
+  kept.clear();
+  size_t free_after = FreeDeviceBytes();
+  std::cout << "free device memory before " << free_before << ", after "
+            << free_after << "\n";
+  EXPECT_EQ(free_after, free_before) << "device memory leaked";
+}
+
+TEST_F(CudaLoaderTest, ShardedCheckpointWithIndexBitExact) {
+  std::vector<std::vector<TensorSpec>> shards(2);
+  auto all = AllDTypeSpecs();
+  for (size_t i = 0; i < all.size(); ++i) shards[i % 2].push_back(all[i]);
+  std::string err;
+  ASSERT_TRUE(testing::WriteShardedCheckpoint(dir_, shards, 14, &err)) << err;
+  auto ck = Checkpoint::Open(dir_ + "/model.safetensors.index.json");
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  ASSERT_EQ(ck->files().size(), 2u);
+  for (auto mode : {HostRegisterMode::kOff, HostRegisterMode::kOn}) {
+    LoadOptions o = Cuda();
+    o.host_register = mode;
+    auto loader = Loader::Create(o);
+    ASSERT_TRUE(loader.ok());
+    auto r = (*loader)->Load(*ck);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(CheckExact(*ck, *r), 0);
+    EXPECT_EQ(r->report.files.size(), 2u);
+  }
+}
+
+TEST(CudaBaselinesGpu, PinnedCeilingAndNaivePathRun) {
+  std::string why;
+  if (!internal::CudaDeviceAvailable(0, &why)) GTEST_SKIP() << why;
+  auto g = internal::MeasurePinnedCopyGBps(0, 256ull << 20);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::cout << "pinned host->device ceiling (256 MiB): " << *g << " GB/s\n";
+  EXPECT_GT(*g, 1.0);
+}
+
+}  // namespace
+}  // namespace weightlift

@@ -1,0 +1,143 @@
+"""device="cuda" paths (skipped without a CUDA device)."""
+
+import gc
+
+import pytest
+import safetensors
+import safetensors.torch
+import torch
+from conftest import needs_cuda, random_tensor, raw_bytes, torch_dtypes
+
+import weightlift
+import weightlift.torch
+from weightlift import _native
+
+pytestmark = needs_cuda
+
+
+@pytest.fixture
+def every_dtype(tmp_path, gen):
+    t = {}
+    for name, dt in torch_dtypes().items():
+        for i, shape in enumerate([(), (0,), (7,), (33, 65)]):
+            t[f"{name}.{i}"] = random_tensor(dt, shape, gen)
+    path = str(tmp_path / "cuda.safetensors")
+    safetensors.torch.save_file(t, path)
+    return path, t
+
+
+def _same(a, b, k):
+    assert a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape), k
+    assert a.device == b.device, k
+    assert torch.equal(raw_bytes(a), raw_bytes(b)), k
+
+
+@pytest.mark.parametrize("paths", [{}, {"host_register": "off"},
+                                   {"host_register": "on"},
+                                   {"gds": "off", "backend": "pread"}])
+def test_load_file_cuda_bit_exact(every_dtype, paths):
+    path, t = every_dtype
+    try:
+        ours = weightlift.torch.load_file(path, device="cuda:0", **paths)
+    except weightlift.UnsupportedError as e:
+        pytest.skip(f"path not available here: {e}")
+    theirs = safetensors.torch.load_file(path, device="cuda:0")
+    assert list(ours) == list(theirs)
+    for k in theirs:
+        _same(ours[k], theirs[k], k)
+    assert weightlift.last_report().device == "cuda:0"
+
+
+def test_safe_open_cuda(every_dtype):
+    path, _ = every_dtype
+    with safetensors.safe_open(path, "pt", device="cuda:0") as ref, \
+            weightlift.safe_open(path, "pt", device="cuda:0") as f:
+        assert f.keys() == ref.keys()
+        for k in ref.keys():
+            _same(f.get_tensor(k), ref.get_tensor(k), k)
+        for k in [k for k in ref.keys() if k.endswith(".3")][:3]:
+            _same(f.get_slice(k)[1:5, ::3], ref.get_slice(k)[1:5, ::3], k)
+    with weightlift.safe_open(path, "pt", device=0) as f:
+        assert f.get_tensor(f.keys()[0]).device == torch.device("cuda:0")
+
+
+def test_cuda_tensors_outlive_loader_and_free(tmp_path):
+    path = str(tmp_path / "big.safetensors")
+    safetensors.torch.save_file({"x": torch.full((32 << 20,), 7.0),
+                                 "y": torch.arange(10)}, path)
+    base = _native._live_buffers()
+    d = weightlift.torch.load_file(path, device="cuda")
+    x = d["x"]
+    del d
+    gc.collect()
+    torch.cuda.synchronize()
+    assert float(x[-1]) == 7.0 and x.is_cuda
+    free_before, _ = torch.cuda.mem_get_info()
+    del x
+    gc.collect()
+    torch.cuda.synchronize()
+    assert _native._live_buffers() == base
+    free_after, _ = torch.cuda.mem_get_info()
+    # The loader's 128 MiB device buffer went back to the driver.
+    assert free_after >= free_before + (100 << 20)
+
+
+def test_iter_and_load_into_cuda(every_dtype):
+    path, t = every_dtype
+    got = dict(weightlift.iter_tensors(path, device="cuda:0"))
+    for k in t:
+        _same(got[k], t[k].cuda(), k)
+    targets = {k: torch.empty_like(v, device="cuda:0") for k, v in t.items()}
+    ptrs = {k: v.data_ptr() for k, v in targets.items()}
+    weightlift.load_into(targets, path)
+    for k in t:
+        assert targets[k].data_ptr() == ptrs[k]
+        _same(targets[k], t[k].cuda(), k)
+
+
+def test_load_into_cuda_module_no_extra_memory(tmp_path):
+    src = torch.nn.Linear(4096, 4096, dtype=torch.bfloat16)
+    path = str(tmp_path / "lin.safetensors")
+    safetensors.torch.save_file(src.state_dict(), path)
+    dst = torch.nn.Linear(4096, 4096, dtype=torch.bfloat16, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    weightlift.load_into(dst, path)
+    assert torch.cuda.max_memory_allocated() == before
+    assert torch.equal(dst.weight.cpu(), src.weight)
+
+
+def test_threads_loading_cuda_at_once(every_dtype):
+    import threading
+    path, t = every_dtype
+    errs = []
+
+    def work():
+        try:
+            for _ in range(3):
+                d = weightlift.torch.load_file(path, device="cuda:0")
+                assert all(torch.equal(raw_bytes(d[k]), raw_bytes(t[k]))
+                           for k in t)
+        except Exception as e:  # noqa: BLE001
+            errs.append(e)
+
+    ths = [threading.Thread(target=work) for _ in range(4)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    assert not errs, errs
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"),
+                    reason="float8 needs torch>=2.1")
+def test_float8_cuda(tmp_path):
+    x = torch.linspace(-8, 8, 257)
+    t = {"a": x.to(torch.float8_e4m3fn), "b": x.to(torch.float8_e5m2)}
+    path = str(tmp_path / "f8.safetensors")
+    safetensors.torch.save_file(t, path)
+    d = weightlift.torch.load_file(path, device="cuda:0")
+    for k in t:
+        assert d[k].dtype == t[k].dtype and d[k].is_cuda
+        assert torch.equal(d[k].float().cpu(), t[k].float())

@@ -1,0 +1,171 @@
+"""iter_tensors, load_into, LoadReport, progress."""
+
+import numpy as np
+import pytest
+import safetensors.torch
+import torch
+from conftest import random_tensor, raw_bytes
+
+import weightlift
+import weightlift.torch
+
+
+@pytest.fixture
+def ckpt(tmp_path, gen):
+    t = {"w1": random_tensor(torch.bfloat16, (32, 16), gen),
+         "w2": random_tensor(torch.float32, (16,), gen),
+         "i": random_tensor(torch.int64, (3, 3), gen),
+         "e": torch.zeros(0, 4),
+         "s": torch.tensor(2.5)}
+    path = str(tmp_path / "c.safetensors")
+    safetensors.torch.save_file(t, path)
+    return path, t
+
+
+def test_iter_tensors_yields_everything(ckpt):
+    path, t = ckpt
+    it = weightlift.iter_tensors(path)
+    got = {}
+    for name, tensor in it:
+        assert name not in got
+        got[name] = tensor
+    assert set(got) == set(t)
+    for k in t:
+        assert got[k].dtype == t[k].dtype and got[k].shape == t[k].shape
+        assert torch.equal(raw_bytes(got[k]), raw_bytes(t[k]))
+    assert isinstance(it.report, weightlift.LoadReport)
+    assert weightlift.last_report() is it.report
+
+
+def test_iter_tensors_numpy_and_early_close(ckpt, tmp_path):
+    path, t = ckpt
+    np_path = str(tmp_path / "np.safetensors")  # numpy has no bf16
+    safetensors.torch.save_file({"w2": t["w2"], "i": t["i"]}, np_path)
+    got = dict(weightlift.iter_tensors(np_path, framework="np"))
+    assert isinstance(got["w2"], np.ndarray)
+    np.testing.assert_array_equal(got["w2"], t["w2"].numpy())
+    it = weightlift.iter_tensors(path)
+    first = next(it)
+    it.close()  # waits for the load, drops the rest
+    it.close()
+    assert first[0] in t
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_load_into_module_in_place(tmp_path):
+    torch.manual_seed(0)
+    src = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
+    path = str(tmp_path / "m.safetensors")
+    safetensors.torch.save_file(src.state_dict(), path)
+    dst = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
+    ptrs = {k: v.data_ptr() for k, v in dst.state_dict().items()}
+    report = weightlift.load_into(dst, path)
+    for k, v in dst.state_dict().items():
+        assert v.data_ptr() == ptrs[k]  # filled in place
+        assert torch.equal(v, src.state_dict()[k]), k
+    assert report.missing_keys == [] and report.unexpected_keys == []
+    assert report.tensors == len(src.state_dict())
+
+
+def test_load_into_state_dict_and_numpy(ckpt):
+    path, t = ckpt
+    targets = {k: torch.empty_like(v) for k, v in t.items()}
+    weightlift.load_into(targets, path)
+    for k in t:
+        assert torch.equal(raw_bytes(targets[k]), raw_bytes(t[k]))
+    arrs = {"w2": np.empty(16, np.float32), "i": np.empty((3, 3), np.int64)}
+    r = weightlift.load_into(arrs, path, strict=False)
+    np.testing.assert_array_equal(arrs["w2"], t["w2"].numpy())
+    assert sorted(r.unexpected_keys) == ["e", "s", "w1"]
+
+
+def test_load_into_mismatches_are_clear(ckpt):
+    path, t = ckpt
+    bad = {k: torch.empty_like(v) for k, v in t.items()}
+    bad["w1"] = torch.empty(32, 16, dtype=torch.float16)
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match=r"'w1': dtype mismatch.*BF16"):
+        weightlift.load_into(bad, path)
+    bad["w1"] = torch.empty(16, 32, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"'w1': shape mismatch"):
+        weightlift.load_into(bad, path)
+    bad["w1"] = torch.empty(16, 32, dtype=torch.bfloat16).t()
+    with pytest.raises(ValueError, match=r"not contiguous"):
+        weightlift.load_into(bad, path)
+    bad["w1"] = torch.empty(32, 16, dtype=torch.bfloat16, device="meta")
+    with pytest.raises(ValueError, match=r"meta device"):
+        weightlift.load_into(bad, path)
+
+
+def test_load_into_strict(ckpt):
+    path, t = ckpt
+    partial = {k: torch.empty_like(t[k]) for k in ("w1", "w2")}
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match="not in the target"):
+        weightlift.load_into(partial, path)
+    extra = dict(partial, extra=torch.empty(3))
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match="missing from the checkpoint: 'extra'"):
+        weightlift.load_into(extra, path)
+    r = weightlift.load_into(extra, path, strict=False)
+    assert r.missing_keys == ["extra"]
+    assert torch.equal(raw_bytes(extra["w1"]), raw_bytes(t["w1"]))
+
+
+def test_load_into_tied_weights(tmp_path):
+    """Two names over one tensor (tied embeddings): the checkpoint holds one
+    of them; the other is satisfied through the alias."""
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    w = torch.randn(10, 4)
+    path = str(tmp_path / "tied.safetensors")
+    safetensors.torch.save_file({"emb.weight": w}, path)
+    r = weightlift.load_into(model, path)
+    assert r.missing_keys == []
+    assert torch.equal(model["head"].weight, w)
+
+
+def test_report_object(ckpt):
+    path, t = ckpt
+    sd = weightlift.load_checkpoint(path)
+    r = sd.report
+    assert r.tensors == len(t)
+    assert r.bytes == sum(v.numel() * v.element_size() for v in t.values())
+    assert r.device == "cpu"
+    d = r.as_dict()
+    for k in ("tensors", "bytes", "seconds", "gb_per_s", "files", "notes",
+              "threads", "transfer_seconds"):
+        assert k in d
+    assert isinstance(str(r), str) and str(r)
+    assert "LoadReport" in repr(r)
+
+
+def test_progress_bar(ckpt, capsys):
+    path, t = ckpt
+    d = weightlift.torch.load_file(path, progress=True)
+    assert set(d) == set(t)
+    list(weightlift.iter_tensors(path, progress=True))
+    m = torch.nn.ParameterDict({k: torch.nn.Parameter(torch.empty_like(v),
+                                                       requires_grad=False)
+                                for k, v in t.items()})
+    weightlift.load_into(m, path, progress=True)
+
+
+def test_load_model_compat(tmp_path):
+    src = torch.nn.Linear(3, 2)
+    path = str(tmp_path / "lm.safetensors")
+    safetensors.torch.save_model(src, path)
+    dst = torch.nn.Linear(3, 2)
+    missing, unexpected = weightlift.torch.load_model(dst, path)
+    assert missing == [] and unexpected == []
+    assert torch.equal(dst.weight, src.weight)
+
+
+def test_default_options_match_cpp():
+    d = weightlift.default_options()
+    assert d["device"] == "cpu" and d["backend"] == "auto"
+    assert d["chunk"] == 8 << 20 and d["staging"] == 128 << 20
+    assert d["threads"] == 0 and d["gds"] == "auto"

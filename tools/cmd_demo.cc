@@ -1,0 +1,208 @@
+// weightlift demo [--layout L] [--cache DIR]: generate a synthetic checkpoint
+// with a real model's layout once, load it into the best device here, and
+// compare with a naive loader on the same files in the same run.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "bench_runner.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "cuda/baselines.h"
+#include "format/synth.h"
+#include "synth_cache.h"
+
+namespace weightlift::cli {
+namespace {
+
+struct DemoArgs {
+  std::string layout = "llama2-7b";
+  std::string cache;
+  std::string device;  // empty: best present
+};
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+void PrintMode(const bench::BenchReport& r, bench::Mode mode,
+               const char* title) {
+  const bench::Measurement* loader = r.Find(bench::kLoader, mode);
+  const bench::Measurement* naive = r.Find(bench::kNaiveMmap, mode);
+  if (loader == nullptr) return;
+  std::printf("\n%s\n", title);
+  const double lsec = loader->seconds.empty() ? 0 : loader->seconds.back();
+  std::printf("  weightlift   %8.3f s  %8.2f GB/s\n", lsec,
+              loader->median_gbps());
+  if (naive != nullptr) {
+    const double nsec = naive->seconds.empty() ? 0 : naive->seconds.back();
+    std::printf("  naive        %8.3f s  %8.2f GB/s   %s\n", nsec,
+                naive->median_gbps(), naive->label.c_str());
+    const double ratio = r.Ratio(bench::kNaiveMmap, mode);
+    if (ratio > 0) {
+      std::printf("  weightlift is %.2fx the naive loader\n", ratio);
+    }
+  }
+  const LoadReport& lr =
+      mode == bench::Mode::kCold ? r.cold_report : r.warm_report;
+  for (const FileReport& f : lr.files) {
+    std::printf("  %s: %s%s%s%s\n", Printable(f.path).c_str(),
+                f.path_taken.c_str(), f.reason.empty() ? "" : " (",
+                f.reason.c_str(), f.reason.empty() ? "" : ")");
+  }
+  for (const std::string& n : lr.notes) std::printf("  note: %s\n", n.c_str());
+}
+
+int Run(const DemoArgs& args) {
+  // 1. The checkpoint, generated once.
+  std::string dir = args.cache;
+  if (dir.empty()) {
+    StatusOr<std::string> d = DefaultCacheDir(args.layout);
+    if (!d.ok()) return ReportError(d.status());
+    dir = *d;
+  }
+  const int shards = PublishedShards(args.layout);
+  std::fprintf(stderr, "demo: checkpoint cache %s\n", dir.c_str());
+  bool generated = false;
+  const auto gen_start = std::chrono::steady_clock::now();
+  if (::isatty(STDERR_FILENO)) {
+    std::fprintf(stderr,
+                 "demo: making sure %s is generated (first run "
+                 "writes it once)...\n",
+                 args.layout.c_str());
+  }
+  Status s =
+      EnsureSynthCached(args.layout, shards, /*seed=*/0, dir, &generated);
+  if (!s.ok()) return ReportError(s);
+  const double gen_secs = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - gen_start)
+                              .count();
+  StatusOr<Checkpoint> ckpt = OpenCheckpoint(dir);
+  if (!ckpt.ok()) return ReportError(ckpt.status());
+
+  // 2. The best device present.
+  std::string device_text = args.device;
+  std::string device_why;
+  if (device_text.empty()) {
+    std::string why;
+    if (internal::CudaDeviceAvailable(0, &why)) {
+      device_text = "cuda:0";
+      device_why = "a CUDA device is present";
+    } else {
+      device_text = "cpu";
+      device_why = "no CUDA device: " + why;
+    }
+  } else {
+    device_why = "asked for with --device";
+  }
+  LoadFlags flags;
+  flags.device = device_text;
+  StatusOr<LoadOptions> options = MakeLoadOptions(flags);
+  if (!options.ok()) return ReportError(options.status());
+
+  // 3. Cold and warm, loader and the naive loader, same files, same run.
+  bench::BenchOptions bo;
+  bo.load = *options;
+  bo.repeat = 1;
+  bo.ceilings = false;
+  bo.naive_pread = false;
+  // Warm needs the page cache to hold the files while the loaded copy
+  // (host loads) and the naive loader's copy live too.
+  const uint64_t bytes = ckpt->total_bytes();
+  const uint64_t mem = PhysicalMemoryBytes();
+  const uint64_t warm_need =
+      options->device.is_cuda() ? bytes + bytes / 4 : bytes * 2 + bytes / 4;
+  std::vector<std::string> notes;
+  if (mem != 0 && warm_need > mem) {
+    bo.warm = false;
+    notes.push_back("warm run skipped: " + FormatBytes(warm_need) +
+                    " of memory needed, the machine has " + FormatBytes(mem));
+  }
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  ProgressBar bar("  loading");
+  if (tty) {
+    bo.on_step = [&bar](const std::string& step) {
+      bar.Finish();
+      std::fprintf(stderr, "\r\033[Kdemo: %s", step.c_str());
+      std::fflush(stderr);
+    };
+  }
+  bo.on_progress = [&bar](uint64_t done, uint64_t total) {
+    bar.Update(done, total);
+  };
+  StatusOr<bench::BenchReport> r = bench::RunBench(dir, *ckpt, bo);
+  bar.Finish();
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!r.ok()) return ReportError(r.status());
+
+  std::string description;
+  for (const internal::LayoutSummary& l : internal::ListLayouts()) {
+    if (l.name == args.layout) description = l.description;
+  }
+  std::printf("weightlift demo: %s\n", description.c_str());
+  std::printf("  checkpoint  %s\n", dir.c_str());
+  std::printf("              %zu tensors, %s in %zu file%s (%s)\n",
+              ckpt->tensors().size(), FormatBytes(bytes).c_str(),
+              ckpt->files().size(), ckpt->files().size() == 1 ? "" : "s",
+              generated
+                  ? ("generated now in " +
+                     std::to_string(static_cast<int>(gen_secs + 0.5)) + " s")
+                        .c_str()
+                  : "generated earlier, reused");
+  std::printf("  device      %s (%s)\n", device_text.c_str(),
+              device_why.c_str());
+
+  if (r->have_cold_report) {
+    char title[160];
+    std::snprintf(title, sizeof title,
+                  "cold (page cache evicted first; %.0f%% still resident "
+                  "after eviction):",
+                  r->max_resident_after_evict * 100);
+    PrintMode(*r, bench::Mode::kCold, title);
+  }
+  if (r->have_warm_report) {
+    PrintMode(*r, bench::Mode::kWarm, "warm (files in the page cache):");
+  }
+  for (const std::string& n : r->notes) notes.push_back(n);
+  std::printf(
+      "\npeak RSS %s. Ceilings and more baselines: weightlift bench "
+      "%s --device %s\n",
+      FormatBytes(r->peak_rss_end).c_str(), dir.c_str(), device_text.c_str());
+  for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
+  return std::fflush(stdout) == 0 ? kExitOk : kExitIo;
+}
+
+}  // namespace
+
+Command AddDemo(CLI::App& parent) {
+  auto args = std::make_shared<DemoArgs>();
+  std::vector<std::string> names;
+  for (const internal::LayoutSummary& l : internal::ListLayouts()) {
+    names.push_back(l.name);
+  }
+  CLI::App* app = parent.add_subcommand(
+      "demo",
+      "Generate a synthetic checkpoint with a real model's layout once into "
+      "a cache folder, load it into the best device here (cuda:0 if "
+      "present, else cpu) cold and warm, and compare with a naive loader "
+      "(mmap + a copy per tensor) on the same files in the same run.");
+  app->add_option("--layout", args->layout, "model layout")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  app->add_option("--cache", args->cache,
+                  "folder for the checkpoint (default "
+                  "~/.cache/weightlift/synth/<layout>, or under "
+                  "$XDG_CACHE_HOME)");
+  app->add_option("--device", args->device,
+                  "load into this device instead of the best one present");
+  return {app, [args] { return Run(*args); }};
+}
+
+}  // namespace weightlift::cli

@@ -1,0 +1,128 @@
+// weightlift load PATH --device D [...]: one timed load, then the report:
+// bytes, seconds, GB/s, and which path served each file and why.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "baselines.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "weightlift/loader.h"
+
+namespace weightlift::cli {
+namespace {
+
+struct LoadArgs {
+  std::string path;
+  LoadFlags load;
+  bool cold = false;
+  bool json = false;
+};
+
+int Run(const LoadArgs& args) {
+  StatusOr<LoadOptions> options = MakeLoadOptions(args.load);
+  if (!options.ok()) return ReportError(options.status());
+  StatusOr<Checkpoint> ckpt = OpenCheckpoint(args.path);
+  if (!ckpt.ok()) return ReportError(ckpt.status());
+  StatusOr<std::unique_ptr<Loader>> loader = Loader::Create(*options);
+  if (!loader.ok()) return ReportError(loader.status());
+
+  double resident_after_evict = -1;
+  if (args.cold) {
+    StatusOr<double> r = bench::EvictCheckpoint(*ckpt);
+    if (!r.ok()) return ReportError(r.status());
+    resident_after_evict = *r;
+  }
+
+  ProgressBar bar("load");
+  LoadCallbacks callbacks;
+  callbacks.on_progress = [&bar](uint64_t done, uint64_t total) {
+    bar.Update(done, total);
+  };
+  StatusOr<LoadResult> result = (*loader)->Load(*ckpt, {}, callbacks);
+  bar.Finish();
+  if (!result.ok()) return ReportError(result.status());
+  const LoadReport& report = result->report;
+
+  if (args.json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::parse(
+        report.ToJson(), nullptr, /*allow_exceptions=*/false);
+    if (out.is_discarded() || !out.is_object()) {
+      std::printf("%s\n", report.ToJson().c_str());
+    } else {
+      out["cold"] = args.cold;
+      if (args.cold) out["resident_after_evict"] = resident_after_evict;
+      out["peak_rss_bytes"] = PeakRssBytes();
+      std::printf("%s\n",
+                  out.dump(2, ' ', false,
+                           nlohmann::ordered_json::error_handler_t::replace)
+                      .c_str());
+    }
+  } else {
+    const std::string text = report.ToString();
+    std::printf("%s", text.c_str());
+    if (!text.empty() && text.back() != '\n') std::printf("\n");
+    if (args.cold) {
+      std::printf(
+          "cold: pages evicted first; %.1f%% still resident after "
+          "eviction%s\n",
+          resident_after_evict * 100,
+          resident_after_evict > 0.1
+              ? " (the file system kept them: not a cold read)"
+              : "");
+    }
+    std::printf("peak RSS: %s\n", FormatBytes(PeakRssBytes()).c_str());
+  }
+  return std::fflush(stdout) == 0 ? kExitOk : kExitIo;
+}
+
+}  // namespace
+
+void AddLoadFlags(CLI::App* app, LoadFlags* flags) {
+  // Sizes are checked while parsing, so a bad one is a usage error (2)
+  // with CLI11's message naming the flag.
+  auto size_check = [](const std::string& text) -> std::string {
+    StatusOr<uint64_t> v = ParseSize(text);
+    return v.ok() ? std::string() : v.status().message();
+  };
+  app->add_option("--device", flags->device, "cpu, cuda or cuda:N")
+      ->capture_default_str();
+  app->add_option("--backend", flags->backend,
+                  "how bytes leave storage: auto|pread|direct|uring|mmap")
+      ->check(CLI::IsMember({"auto", "pread", "direct", "uring", "mmap"}))
+      ->capture_default_str();
+  app->add_option("--gds", flags->gds,
+                  "GPUDirect Storage for CUDA devices: auto|on|off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app->add_option("--threads", flags->threads,
+                  "I/O threads (0: min(hardware threads, 8))")
+      ->capture_default_str();
+  app->add_option("--chunk", flags->chunk,
+                  "bytes per read request, e.g. 8M, 8MiB, 1G, 4194304 "
+                  "(default 8M)")
+      ->check(size_check);
+  app->add_option("--staging", flags->staging,
+                  "bounce / pinned staging memory in total (default 128M)")
+      ->check(size_check);
+}
+
+Command AddLoad(CLI::App& parent) {
+  auto args = std::make_shared<LoadArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "load",
+      "Load every tensor once and report bytes, seconds, GB/s, and which "
+      "path served each file and why.");
+  app->add_option("PATH", args->path, "checkpoint file, index or directory")
+      ->required();
+  AddLoadFlags(app, &args->load);
+  app->add_flag("--cold", args->cold,
+                "evict the files' pages from the page cache first "
+                "(posix_fadvise DONTNEED)");
+  app->add_flag("--json", args->json, "print the report as one JSON object");
+  return {app, [args] { return Run(*args); }};
+}
+
+}  // namespace weightlift::cli
