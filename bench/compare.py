@@ -318,7 +318,7 @@ else:
             path, **kw).to(device)
         note = "cpu then .to()"
     model.eval()
-ids = torch.tensor([[1, 450, 4996, 17354, 1701]], device=device)
+ids = torch.tensor([[1, 450, 1000, 2000, 3000]], device=device)
 t2 = time.perf_counter()
 with torch.no_grad():
     out = model.generate(ids, attention_mask=torch.ones_like(ids),

@@ -7,17 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "cuda/cuda_util.h"
 
 namespace weightlift::internal {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-}
 
 bool CudaDeviceAvailable(int device, std::string* why) {
   Status s = CheckCudaDevice(device);
@@ -53,7 +48,7 @@ StatusOr<double> MeasurePinnedCopyGBps(int device, uint64_t bytes) {
     if (st.ok()) {
       st = CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     }
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    double s = SecondsSince(t0);
     if (run > 0) runs.push_back(bytes / s / 1e9);  // run 0 is the warm-up
   }
   cudaStreamSynchronize(stream);
@@ -115,7 +110,7 @@ StatusOr<double> NaiveMmapToDevice(const Checkpoint& ckpt, int device) {
     }
   }
   cudaDeviceSynchronize();
-  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  double s = SecondsSince(t0);
   free_all();
   return s;
 }

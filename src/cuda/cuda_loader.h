@@ -3,6 +3,8 @@
 // (or zero-copy from the page cache) where it does not.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "weightlift/loader.h"
@@ -12,6 +14,17 @@ namespace weightlift::internal {
 // Loader for options.device (a CUDA device). Without CUDA compiled in, or on
 // a machine with no driver or no such device, returns an error naming why.
 StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options);
+
+// Benchmarks and tests only: a look inside Load().
+struct CudaLoaderHooks {
+  // Called by Load() right after its one device allocation (BASE, BYTES;
+  // null/0 for an empty load), before any byte is copied, with the loader's
+  // device current. Its time counts in report.seconds but not in
+  // report.alloc_seconds. bench/gpu_sweep.cc uses it to touch fresh memory.
+  std::function<void(void* base, uint64_t bytes)> after_alloc;
+};
+StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
+                                                   CudaLoaderHooks hooks);
 
 // True when this build has CUDA support compiled in.
 bool CudaCompiledIn();

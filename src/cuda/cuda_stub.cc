@@ -17,6 +17,11 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options) {
                              kWhy);
 }
 
+StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
+                                                   CudaLoaderHooks) {
+  return CreateCudaLoader(options);
+}
+
 bool CudaDeviceAvailable(int device, std::string* why) {
   if (why) *why = kWhy;
   return false;

@@ -141,4 +141,35 @@ std::byte* DeviceBuffer::release() {
   return std::exchange(data_, nullptr);
 }
 
+// ---------------------------------------------------------------- Events
+
+StatusOr<CudaEvents> CudaEvents::Create(size_t n) {
+  CudaEvents v;
+  v.events_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    cudaEvent_t e = nullptr;
+    WL_RETURN_IF_ERROR(CudaStatus(
+        cudaEventCreateWithFlags(
+            &e, cudaEventDisableTiming | cudaEventBlockingSync),
+        "cudaEventCreateWithFlags"));
+    v.events_.push_back(e);
+  }
+  return v;
+}
+
+CudaEvents& CudaEvents::operator=(CudaEvents&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    events_ = std::exchange(o.events_, {});
+  }
+  return *this;
+}
+
+CudaEvents::~CudaEvents() { Reset(); }
+
+void CudaEvents::Reset() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  events_.clear();
+}
+
 }  // namespace weightlift::internal

@@ -5,8 +5,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "weightlift/status.h"
 
@@ -23,6 +26,12 @@ Status CheckCudaDevice(int device);
 
 // cudaSetDevice(DEVICE) as a Status.
 Status UseDevice(int device);
+
+using Clock = std::chrono::steady_clock;
+// Seconds from T to now.
+inline double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // "12.34 GiB (13245... bytes)"
 std::string FormatBytes(uint64_t bytes);
@@ -62,6 +71,24 @@ class DeviceBuffer {
   std::byte* data_ = nullptr;
   uint64_t size_ = 0;
   int device_ = 0;
+};
+
+// N events made with cudaEventDisableTiming | cudaEventBlockingSync: a
+// waiting worker sleeps instead of spinning on a core that other workers
+// need for their reads. Destroyed with the owner. Move-only.
+class CudaEvents {
+ public:
+  CudaEvents() = default;
+  static StatusOr<CudaEvents> Create(size_t n);
+  CudaEvents(CudaEvents&& o) noexcept { *this = std::move(o); }
+  CudaEvents& operator=(CudaEvents&& o) noexcept;
+  ~CudaEvents();
+  cudaEvent_t operator[](size_t i) const { return events_[i]; }
+  size_t size() const { return events_.size(); }
+
+ private:
+  void Reset();
+  std::vector<cudaEvent_t> events_;
 };
 
 }  // namespace weightlift::internal

@@ -141,6 +141,9 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
   auto worker = [&](int) {
     while (!failed.load(std::memory_order_relaxed)) {
       const size_t i = next.fetch_add(1);
+      if (cb.next_chunk != nullptr) {
+        cb.next_chunk->store(i + 1, std::memory_order_relaxed);
+      }
       if (i >= plan.chunks.size()) return;
       const ReadChunk& c = plan.chunks[i];
       File* f = files[c.file];
@@ -171,8 +174,10 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
     }
   };
 
+  const int usable =
+      cb.threads > 0 ? std::min(cb.threads, pool.size()) : pool.size();
   const int threads = static_cast<int>(
-      std::min<size_t>(static_cast<size_t>(pool.size()), plan.chunks.size()));
+      std::min<size_t>(static_cast<size_t>(usable), plan.chunks.size()));
   if (threads > 0) pool.Run(worker, threads);
   if (stats != nullptr) {
     stats->bytes_read = plan.bytes_read;

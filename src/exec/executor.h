@@ -7,6 +7,7 @@
 // worker from taking more chunks; Run returns it after all have joined.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +65,12 @@ struct ExecCallbacks {
   // Names tensor T in error messages; may be empty.
   std::function<std::string(uint32_t tensor)> tensor_name;
   double progress_interval_seconds = 0.05;
+  // Workers to use; 0 or more than the pool has: the whole pool.
+  int threads = 0;
+  // When set, holds the index of the next plan chunk a worker will take
+  // (chunks are taken in plan order), so a helper working ahead of the
+  // workers (the host loader's page populator) can skip what they passed.
+  std::atomic<size_t>* next_chunk = nullptr;
 };
 
 struct ExecStats {

@@ -5,7 +5,13 @@
 // offset is 64-aligned is placed at an address congruent to its file offset
 // modulo 4096, so O_DIRECT reads can land in it with no bounce copy.
 // Everything else (edges, small tensors, misaligned ones) goes through the
-// bounce pool, which is allocated once when the loader is created.
+// bounce pool, which is allocated once when the loader is created. A tensor
+// whose file offset is not 64-aligned (typical safetensors files have data
+// at 8 mod 64) cannot be both 64-byte aligned and congruent to its offset
+// modulo the O_DIRECT alignment (512 or more), so it always bounces.
+//
+// Load()'s fresh destination is faulted in by a Populator thread running
+// ahead of the readers, so first-touch cost overlaps storage reads.
 #include "exec/host_loader.h"
 
 #include <sys/mman.h>
@@ -14,7 +20,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <mutex>
+#include <thread>
 
 #include "exec/executor.h"
 #include "exec/open_files.h"
@@ -33,11 +41,23 @@ double Since(Clock::time_point t) {
 
 constexpr uint64_t kTensorAlign = 64;
 constexpr uint64_t kPageAlign = 4096;
+constexpr int kMinColdThreads = 4;
+// Load() destinations stay on 4 KiB pages. On the development VM the first
+// touch of fresh huge pages costs 0.4-0.6 GB/s of CPU (the hypervisor backs
+// each 2 MiB page on demand) against about 3 GB/s for 4 KiB pages, and only
+// huge pages recycled within the same process are fast (about 20 GB/s).
+// Measured: warm Load() of 3.24 GB: 3.4-3.9 GB/s on 4 KiB pages, 0.8-2.4
+// GB/s with MADV_HUGEPAGE (bench/results/host-2core-vm.md).
+constexpr bool kHugeDestinations = false;
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack it
+#endif
+
 // Anonymous mapping owned by a shared_ptr (the LoadedTensor::owner).
-StatusOr<std::shared_ptr<void>> AllocateHost(uint64_t bytes) {
+StatusOr<std::shared_ptr<void>> AllocateHost(uint64_t bytes, bool huge) {
   bytes = std::max<uint64_t>(AlignUp(bytes, kPageAlign), kPageAlign);
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -48,17 +68,75 @@ StatusOr<std::shared_ptr<void>> AllocateHost(uint64_t bytes) {
                                      std::strerror(errno));
   }
   // Huge pages: 512x fewer page faults while the reads fill the buffer.
-  if (bytes >= (uint64_t{2} << 20)) (void)::madvise(p, bytes, MADV_HUGEPAGE);
+  if (huge && bytes >= (uint64_t{2} << 20)) {
+    (void)::madvise(p, bytes, MADV_HUGEPAGE);
+  }
   return std::shared_ptr<void>(p, [bytes](void* q) { ::munmap(q, bytes); });
 }
+
+// Faults in the pages of a fresh destination ahead of the readers, in plan
+// order, with MADV_POPULATE_WRITE: the kernel allocates (zeroes) the pages
+// without writing our data, so it is safe while readers write the same pages
+// (memset would not be). First touch of fresh memory is expensive (in a VM
+// every new page may also fault in the hypervisor); done here it overlaps
+// the storage reads instead of stalling a reader in the middle of its
+// memcpy or DMA. Stops at the first refusal (EINVAL before Linux 5.14):
+// readers then fault pages in themselves, as without it.
+class Populator {
+ public:
+  Populator(const Plan& plan, std::atomic<size_t>* next_chunk)
+      : plan_(plan), next_chunk_(next_chunk) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Populator() { (void)Finish(); }
+  // Stops and joins the thread; returns madvise's errno if the kernel
+  // refused (0 if it never did).
+  int Finish() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+    return refused_;
+  }
+
+ private:
+  void Loop() {
+    constexpr uintptr_t kPiece = uintptr_t{4} << 20;
+    for (size_t i = 0; i < plan_.chunks.size(); ++i) {
+      // Chunks the workers already took are being written by them.
+      i = std::max(i, next_chunk_->load(std::memory_order_relaxed));
+      if (i >= plan_.chunks.size()) return;
+      const ReadChunk& c = plan_.chunks[i];
+      for (const Scatter& sc : c.scatters) {
+        const uintptr_t lo = sc.dst / kPageAlign * kPageAlign;
+        const uintptr_t hi = AlignUp(sc.dst + sc.length, kPageAlign);
+        for (uintptr_t p = lo; p < hi; p += kPiece) {
+          if (stop_.load(std::memory_order_relaxed)) return;
+          if (::madvise(reinterpret_cast<void*>(p), std::min(kPiece, hi - p),
+                        MADV_POPULATE_WRITE) != 0 &&
+              errno != EINTR && errno != EAGAIN) {
+            refused_ = errno;
+            return;
+          }
+        }
+      }
+    }
+  }
+
+  const Plan& plan_;
+  std::atomic<size_t>* next_chunk_;
+  std::atomic<bool> stop_{false};
+  int refused_ = 0;
+  std::thread thread_;
+};
 
 class HostLoader final : public Loader {
  public:
   HostLoader(const LoadOptions& options, std::unique_ptr<BouncePool> bounce,
-             int threads, FileWrapper wrap)
+             int warm_threads, int cold_threads, FileWrapper wrap)
       : options_(options),
         bounce_(std::move(bounce)),
-        pool_(threads),
+        warm_threads_(warm_threads),
+        cold_threads_(cold_threads),
+        pool_(std::max(warm_threads, cold_threads)),
         wrap_(std::move(wrap)) {}
 
   StatusOr<LoadResult> Load(const Checkpoint& ckpt,
@@ -70,17 +148,25 @@ class HostLoader final : public Loader {
   const LoadOptions& options() const override { return options_; }
 
  private:
-  // Opens files, plans and runs the reads of TENSORS into DSTS (host
-  // addresses, one per tensor). ALLOC_SECONDS is added to the report.
+  // Plans and runs the reads of TENSORS into DSTS (host addresses, one per
+  // tensor). POPULATE: the destinations are fresh memory of ours; fault
+  // them in ahead of the readers (see Populator).
   Status Run(const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
              const std::vector<OpenedFile>& opened,
              const std::vector<uintptr_t>& dsts,
-             const LoadCallbacks& callbacks, LoadReport* report);
+             const LoadCallbacks& callbacks, bool populate,
+             LoadReport* report);
   Status Open(const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
               std::vector<OpenedFile>* opened, LoadReport* report);
 
   LoadOptions options_;
   std::unique_ptr<BouncePool> bounce_;
+  // Workers per load: warm_threads_ when every file is buffered (the
+  // page-cache copy is CPU-bound: one per core), cold_threads_ when any is
+  // O_DIRECT (I/O-bound: more than cores, so the device keeps requests
+  // queued while some workers copy out of the bounce buffer).
+  int warm_threads_;
+  int cold_threads_;
   ThreadPool pool_;
   FileWrapper wrap_;
   std::mutex mu_;  // one load at a time
@@ -107,7 +193,8 @@ Status HostLoader::Run(const Checkpoint& ckpt,
                        const std::vector<uint32_t>& tensors,
                        const std::vector<OpenedFile>& opened,
                        const std::vector<uintptr_t>& dsts,
-                       const LoadCallbacks& callbacks, LoadReport* report) {
+                       const LoadCallbacks& callbacks, bool populate,
+                       LoadReport* report) {
   const auto t = Clock::now();
   std::vector<Segment> segments;
   segments.reserve(tensors.size());
@@ -118,11 +205,13 @@ Status HostLoader::Run(const Checkpoint& ckpt,
   }
   std::vector<PlanFile> plan_files(ckpt.files().size());
   std::vector<File*> files(ckpt.files().size(), nullptr);
+  bool any_direct = false;
   for (size_t i = 0; i < opened.size(); ++i) {
     plan_files[i].size = ckpt.files()[i].size;
     if (opened[i].file) {
       files[i] = opened[i].file.get();
       plan_files[i].alignment = opened[i].file->alignment();
+      any_direct = any_direct || plan_files[i].alignment > 1;
     }
   }
   PlanOptions popt;
@@ -138,8 +227,22 @@ Status HostLoader::Run(const Checkpoint& ckpt,
   }
   cb.on_progress = callbacks.on_progress;
   cb.tensor_name = [&](uint32_t k) { return ckpt.tensors()[tensors[k]].name; };
+  cb.threads = any_direct ? cold_threads_ : warm_threads_;
+  std::atomic<size_t> next_chunk{0};
+  cb.next_chunk = &next_chunk;
+  std::optional<Populator> populator;
+  if (populate && !plan.chunks.empty()) populator.emplace(plan, &next_chunk);
   ExecStats stats;
   Status s = RunHostPlan(plan, files, pool_, *bounce_, cb, &stats);
+  if (populator) {
+    const int err = populator->Finish();
+    if (err != 0) {
+      report->notes.push_back(
+          std::string("destination not populated ahead of the reads: "
+                      "madvise(MADV_POPULATE_WRITE) refused (") +
+          (strerrorname_np(err) ? strerrorname_np(err) : "?") + ")");
+    }
+  }
   report->transfer_seconds = Since(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;
@@ -198,13 +301,15 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
     pos[k] = p;
     end = p + ti.size;
   }
-  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> memory, AllocateHost(end));
+  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> memory,
+                      AllocateHost(end, kHugeDestinations));
   std::vector<uintptr_t> dsts(tensors.size());
   const uintptr_t base = reinterpret_cast<uintptr_t>(memory.get());
   for (size_t k = 0; k < tensors.size(); ++k) dsts[k] = base + pos[k];
   report.alloc_seconds = Since(ta);
 
-  WL_RETURN_IF_ERROR(Run(ckpt, tensors, opened, dsts, callbacks, &report));
+  WL_RETURN_IF_ERROR(
+      Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/true, &report));
 
   result.tensors.reserve(tensors.size());
   for (size_t k = 0; k < tensors.size(); ++k) {
@@ -239,7 +344,8 @@ Status HostLoader::LoadInto(const Checkpoint& ckpt,
   for (size_t k = 0; k < dests.size(); ++k) {
     dsts[k] = reinterpret_cast<uintptr_t>(dests[k].data);
   }
-  WL_RETURN_IF_ERROR(Run(ckpt, tensors, opened, dsts, callbacks, &report));
+  WL_RETURN_IF_ERROR(
+      Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/false, &report));
   report.seconds = Since(t0);
   if (report_out != nullptr) *report_out = std::move(report);
   return Status::OK();
@@ -258,14 +364,20 @@ StatusOr<std::unique_ptr<Loader>> CreateHostLoader(const LoadOptions& options,
     return Status::InvalidArgument("the host loader serves device cpu, not " +
                                    options.device.ToString());
   }
-  const int threads = ResolveThreads(options.threads);
+  // threads = 0: one per core for buffered reads; for O_DIRECT reads twice
+  // that, at least 4 (see HostLoader::cold_threads_). Measured on the
+  // 2-core development VM: bench/results/host-*.md.
+  const int warm = ResolveThreads(options.threads);
+  const int cold = options.threads > 0
+                       ? options.threads
+                       : std::clamp(2 * warm, kMinColdThreads, 16);
   // Slots hold one chunk aligned up to 4096 (the planner never makes a
   // bounce chunk larger than chunk_bytes rounded down to the alignment).
   WL_ASSIGN_OR_RETURN(
       std::unique_ptr<BouncePool> bounce,
       BouncePool::Create(options.staging_bytes, options.chunk_bytes));
   return std::unique_ptr<Loader>(
-      new HostLoader(options, std::move(bounce), threads, std::move(wrap)));
+      new HostLoader(options, std::move(bounce), warm, cold, std::move(wrap)));
 }
 
 }  // namespace weightlift::internal

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "format/writer.h"
+#include "exec/thread_pool.h"
 #include "io/fault_file.h"
 #include "io/page_cache.h"
 #include "io/testing/temp_dir.h"
@@ -154,6 +155,30 @@ TEST_P(HostLoaderBackendTest, LoadAllBitExact) {
           << rep.files[0].reason;
       if (!cold) EXPECT_EQ(rep.files[0].path_taken, "pread");
     }
+  }
+}
+
+// threads = 0: O_DIRECT (cold) loads use more workers than buffered (warm)
+// ones, and Load()'s destination populator running ahead of them leaves
+// every byte exact.
+TEST_F(HostLoaderTest, DefaultThreadsColdMoreThanWarmAndBitExact) {
+  LoadOptions o = Options(Backend::kAuto);
+  o.threads = 0;
+  auto loader = CreateHostLoader(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  ASSERT_TRUE(EvictFromPageCache(path_).ok());
+  auto cold = (*loader)->Load(*ckpt_);
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  ExpectExact(*cold);
+  (void)ReadFileOrDie(path_);
+  auto warm = (*loader)->Load(*ckpt_);
+  ASSERT_TRUE(warm.ok()) << warm.status().ToString();
+  ExpectExact(*warm);
+  ASSERT_EQ(warm->report.files[0].path_taken, "pread");
+  EXPECT_EQ(warm->report.threads, ResolveThreads(0));
+  if (cold->report.files[0].path_taken != "pread") {
+    EXPECT_GE(cold->report.threads, 4);
+    EXPECT_GT(cold->report.threads, warm->report.threads);
   }
 }
 

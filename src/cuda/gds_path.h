@@ -1,0 +1,47 @@
+// The GDS path: cuFileRead straight from the file into device memory, one
+// read of at most unit_bytes per piece, synchronous, on the worker threads.
+// Used only where the driver has a real direct path (see path_choice.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "cuda/cufile_lib.h"
+#include "cuda/load_job.h"
+#include "exec/thread_pool.h"
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+// A file opened with O_DIRECT and registered with cuFile. Deregistered and
+// closed with the owner, on every path (also when a later file's choice
+// fails). Move-only.
+class GdsFile {
+ public:
+  GdsFile() = default;
+  // Unsupported/IoError naming why cuFile cannot take PATH (library or
+  // driver missing, O_DIRECT refused, cuFileHandleRegister error).
+  static StatusOr<GdsFile> Open(const std::string& path);
+  GdsFile(GdsFile&& o) noexcept { *this = std::move(o); }
+  GdsFile& operator=(GdsFile&& o) noexcept;
+  ~GdsFile() { Reset(); }
+  CuFileHandle handle() const { return handle_; }
+
+ private:
+  void Reset();
+  int fd_ = -1;
+  CuFileHandle handle_ = nullptr;
+};
+
+// How many GDS reads (= Delivered calls) a tensor of SIZE bytes takes.
+uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes);
+
+// Reads every non-empty tensor of JOB whose file has FILES[file] != null, in
+// reads of at most UNIT_BYTES (see GdsPieces), on min(pool.size(), reads)
+// workers. Errors go to job.Fail; returns an error only when libcufile is
+// unusable.
+Status RunGds(Job& job, std::span<const GdsFile* const> files,
+              uint64_t unit_bytes, int device, ThreadPool& pool);
+
+}  // namespace weightlift::internal

@@ -1,0 +1,51 @@
+#include "cuda/load_job.h"
+
+#include <utility>
+
+namespace weightlift::internal {
+
+Job::Job(const Checkpoint& c, std::vector<uint32_t> t, std::vector<uintptr_t> d,
+         const LoadCallbacks& cb, uint64_t tot)
+    : ckpt(&c),
+      tensors(std::move(t)),
+      dst(std::move(d)),
+      callbacks(&cb),
+      remaining(new std::atomic<uint32_t>[tensors.size()]),
+      total(tot) {}
+
+void Job::Fail(Status s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first_error_.ok()) first_error_ = std::move(s);
+  failed.store(true, std::memory_order_relaxed);
+}
+
+Status Job::first_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
+void Job::Delivered(uint32_t r, uint64_t len) {
+  uint64_t before = delivered.fetch_add(len, std::memory_order_relaxed);
+  if (callbacks->on_progress) {
+    uint64_t after = before + len;
+    // Every 64 MiB, and once at the end.
+    if ((before >> 26) != (after >> 26) || after == total) {
+      callbacks->on_progress(after, total);
+    }
+  }
+  if (remaining[r].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    ReadyNow(r);
+  }
+}
+
+void Job::DeliveredChunk(const ReadChunk& chunk) {
+  for (const Scatter& sc : chunk.scatters) Delivered(sc.tensor, sc.length);
+}
+
+void Job::ReadyNow(uint32_t r) {
+  if (callbacks->on_ready && !failed.load(std::memory_order_relaxed)) {
+    callbacks->on_ready(r, ckpt->tensors()[tensors[r]]);
+  }
+}
+
+}  // namespace weightlift::internal

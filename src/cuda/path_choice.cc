@@ -1,0 +1,139 @@
+#include "cuda/path_choice.h"
+
+#include <sys/vfs.h>
+
+#include <string>
+#include <utility>
+
+#include "cuda/cufile_lib.h"
+#include "io/page_cache.h"
+
+namespace weightlift::internal {
+namespace {
+
+// auto: which path serves page-cache-resident files. false = pinned staging,
+// true = host-register. Set from the H200 sweep (bench/gpu_run.sh prints the
+// comparison); the reason string quotes it.
+constexpr bool kAutoHostRegisterForResident = false;
+// H200 sweep (13.5 GB Llama-2-7B on tmpfs): staging 51.0 GB/s (4 MiB x 16
+// threads x 2 slots), host-register at most 13.5 GB/s (64-256 MiB pieces,
+// 8-16 threads): registration, not the copy, is the limit there.
+constexpr const char* kAutoChoiceWhy =
+    "auto prefers pinned staging for resident files (H200: 51 GB/s vs 13.5 "
+    "GB/s for host-register)";
+
+bool IsRamFs(const std::string& path) {
+  struct statfs s;
+  if (statfs(path.c_str(), &s) != 0) return false;
+  return s.f_type == 0x01021994 /*TMPFS_MAGIC*/ ||
+         s.f_type == static_cast<decltype(s.f_type)>(0x858458f6) /*RAMFS*/;
+}
+
+std::string Percent(double f) {
+  return std::to_string(static_cast<int>(f * 100 + 0.5)) + "%";
+}
+
+}  // namespace
+
+StatusOr<std::vector<FileChoice>> ChoosePaths(
+    const Checkpoint& ckpt, const LoadOptions& options,
+    const std::vector<bool>& needed, const std::vector<OpenedFile>& opened,
+    const HostRegisterSupport& host_register, LoadReport* report) {
+  std::vector<std::string>& notes = report->notes;
+  std::vector<FileChoice> files(ckpt.files().size());
+  bool nvfs = NvidiaFsLoaded();
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!needed[i] || !opened[i].file) continue;
+    const FileInfo& fi = ckpt.files()[i];
+    FileChoice& fp = files[i];
+    fp.needed = true;
+    fp.file = opened[i].file.get();
+    FileReport fr = opened[i].report;
+    if (fr.path.empty()) fr.path = fi.path;
+    bool ramfs = IsRamFs(fi.resolved_path.empty() ? fi.path
+                                                  : fi.resolved_path);
+    double frac = opened[i].resident_fraction;
+    if (frac < 0 && !ramfs) {  // backend named explicitly: not sampled yet
+      if (auto r = SampleResidency(fi.path); r.ok()) frac = r->fraction;
+    }
+    bool resident = ramfs || frac >= options.resident_threshold;
+    std::string residency =
+        ramfs ? "file on tmpfs/ramfs (always resident)"
+              : frac < 0 ? "residency not sampled"
+                         : "pages " + Percent(frac) + " resident (sampled)";
+
+    // GDS first: only where the driver has a real direct path.
+    std::string gds_why;
+    bool try_gds = false;
+    if (options.gds == GdsMode::kOff) {
+      gds_why = "gds=off";
+    } else if (!nvfs) {
+      gds_why = "GDS unavailable: nvidia-fs not loaded (/proc/driver/nvidia-fs "
+                "absent), so cuFile has no direct path";
+      if (options.gds == GdsMode::kOn) {
+        return Status::Unsupported("gds=on but GDS cannot serve " + fi.path +
+                                   ": nvidia-fs kernel module not loaded "
+                                   "(/proc/driver/nvidia-fs absent); cuFile "
+                                   "would only run in compatibility mode");
+      }
+    } else if (options.gds == GdsMode::kAuto && resident) {
+      gds_why = "GDS not used: " + residency + ", the page cache is faster";
+    } else {
+      try_gds = true;
+    }
+    if (try_gds) {
+      auto gds = GdsFile::Open(fi.path);
+      if (gds.ok()) {
+        fp.gds = std::move(gds).value();
+        fp.path = TransferPath::kGds;
+        fr.path_taken = "gds";
+        fr.reason = "nvidia-fs loaded; cuFileHandleRegister accepted the file";
+      } else if (options.gds == GdsMode::kOn) {
+        return Status::Unsupported("gds=on: " + gds.status().message());
+      } else {
+        gds_why = "GDS refused: " + gds.status().message();
+        notes.push_back(fi.path + ": " + gds_why + "; fell back");
+      }
+    }
+    if (fp.path != TransferPath::kGds) {
+      // HR_WHY: why host-register was (not) taken, without the residency
+      // (the open reason already states it for the staging path).
+      bool hr = false;
+      std::string hr_why;
+      if (options.host_register == HostRegisterMode::kOn) {
+        hr = true;
+        hr_why = "host_register=on";
+      } else if (options.host_register == HostRegisterMode::kOff) {
+        hr_why = "host_register=off";
+      } else if (!resident) {
+        hr_why = "not resident, so not host-register";
+      } else if (!host_register.ok) {
+        hr_why = "host-register unavailable: " + host_register.why;
+      } else {
+        hr = kAutoHostRegisterForResident;
+        hr_why = kAutoChoiceWhy;
+      }
+      if (hr) {
+        WL_ASSIGN_OR_RETURN(fp.mapping, FileMapping::Map(fi.path, fi.size));
+        fp.path = TransferPath::kHostRegister;
+        fr.path_taken = "host-register";
+        fr.reason = residency + "; " + hr_why + "; " + gds_why;
+      } else {
+        fp.path = TransferPath::kStaging;
+        fr.path_taken = "pinned-staging+" +
+                        std::string(fp.file->backend_name());
+        std::string io_why = opened[i].report.reason.empty()
+                                 ? residency
+                                 : opened[i].report.reason;
+        if (ramfs) io_why = residency + "; " + io_why;
+        fr.reason = io_why + "; " + hr_why + "; " + gds_why;
+      }
+    }
+    fr.bytes = 0;
+    fp.report_index = static_cast<int>(report->files.size());
+    report->files.push_back(std::move(fr));
+  }
+  return files;
+}
+
+}  // namespace weightlift::internal
