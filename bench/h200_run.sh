@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU machine, in stages that fit one 10-minute
+# device call each. Logs go to $OUT (at most 8 files come back).
+#
+#   bash bench/h200_run.sh STAGE...
+#
+# Stages:
+#   build    configure + build (Release, Python module on) into build-gpu
+#   tests    GPU tests (ctest -L gpu), Python tests on CUDA (incl. the
+#            transformers end-to-end test), `verify --hash` cuda vs cpu
+#   bench7   synth llama2-7b (tmpfs + disk), `weightlift bench` cold/warm
+#            from disk and from tmpfs, against the ceilings and naive paths
+#   compare7 bench/compare.py on llama2-7b (weightlift paths and the peers)
+#   bench13 / compare13   the same for llama2-13b
+#   e2e      compare.py's time-to-first-token only
+# Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
+# streamer wheels) with the call.
+set -u -o pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build-gpu
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+say() { echo "$*" | tee -a "$SUMMARY"; }
+WL=$BUILD/weightlift
+export PYTHONUNBUFFERED=1
+
+if [ -d "$ROOT/.whl" ] && ls "$ROOT"/.whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site "$ROOT"/.whl/*.whl > "$OUT/pip.log" 2>&1 \
+    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
+
+say "== h200_run.sh $* $(date -u +%FT%TZ)"
+say "host: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM;" \
+    "$(nvidia-smi --query-gpu=name,memory.total,driver_version \
+       --format=csv,noheader 2>&1)"
+[ -e /proc/driver/nvidia-fs ] && say "nvidia-fs: loaded" || say "nvidia-fs: absent"
+
+stage_build() {
+  say "-- build"
+  if cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DWL_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" \
+       > "$OUT/build.log" 2>&1 && ninja -C "$BUILD" -j"$(nproc)" \
+       >> "$OUT/build.log" 2>&1; then
+    say "build ok ($(grep -E 'io_uring support|CUDA support' "$OUT/build.log" | tr '\n' ' '))"
+  else
+    say "BUILD FAILED"; tail -30 "$OUT/build.log" | tee -a "$SUMMARY"; return 1
+  fi
+}
+
+stage_tests() {
+  say "-- GPU tests (ctest -L gpu)"
+  timeout 300 ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+    > "$OUT/tests.log" 2>&1
+  say "gpu tests: $(grep -E 'tests passed' "$OUT/tests.log" | tail -1)"
+  say "-- Python tests on CUDA"
+  timeout 300 python3 -m pytest -q -rs tests/python >> "$OUT/tests.log" 2>&1
+  say "pytest: $(grep -E '(passed|failed)' "$OUT/tests.log" | tail -1)"
+  local d=/dev/shm/wl_tiny
+  rm -rf "$d" && "$WL" synth --layout tiny "$d" > /dev/null
+  if diff <("$WL" verify --hash sha256 --device cpu "$d" 2>/dev/null) \
+          <("$WL" verify --hash sha256 --device cuda:0 "$d" 2>/dev/null) \
+          > /dev/null; then
+    say "verify --hash: cuda:0 digests equal cpu digests"
+  else
+    say "verify --hash: cuda:0 and cpu DIFFER"
+  fi
+}
+
+synth() {  # LAYOUT DIR
+  [ -f "$2/.synth-ok" ] && return 0
+  rm -rf "$2"; mkdir -p "$2"
+  "$WL" synth --layout "$1" "$2" >> "$OUT/synth.log" 2>&1 && touch "$2/.synth-ok"
+}
+
+stage_bench() {  # LAYOUT
+  local layout=$1 shm=/dev/shm/wl_$1 disk=/var/tmp/wl_$1
+  say "-- bench $layout"
+  synth "$layout" "$disk" || { say "synth $disk failed"; return 1; }
+  [ -d "$shm" ] || cp -r "$disk" "$shm"
+  {
+    echo "### $layout from disk (cold: caches dropped before every step)"
+    echo '$ sync; echo 3 > /proc/sys/vm/drop_caches; weightlift bench --device cuda:0'
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    "$WL" bench "$disk" --device cuda:0 --repeat 2
+    echo "### $layout from tmpfs (RAM-backed)"
+    "$WL" bench "$shm" --device cuda:0 --repeat 3 --mode warm
+    echo "### $layout load reports (defaults)"
+    "$WL" load "$shm" --device cuda:0
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    "$WL" load "$disk" --device cuda:0 --cold
+  } > "$OUT/bench_$layout.log" 2>&1
+  grep -E "weightlift loader|ceiling|loader /|naive" "$OUT/bench_$layout.log" \
+    | head -24 >> "$SUMMARY"
+}
+
+stage_compare() {  # LAYOUT [E2E]
+  say "-- compare $1"
+  rm -rf "/dev/shm/wl_$1"  # compare.py makes its own tmpfs copy
+  synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
+  timeout 560 python3 bench/compare.py --device cuda:0 --layouts "$1" \
+    --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat 1 --e2e "${2:-none}" \
+    --md "$OUT/compare_$1.md" --png "$OUT/compare_$1.png" \
+    --json "$OUT/compare_$1.json" > "$OUT/compare_$1.log" 2>&1
+  say "compare exit $?"; tail -20 "$OUT/compare_$1.md" >> "$SUMMARY" 2>/dev/null
+}
+
+for s in "$@"; do
+  case "$s" in
+    build) stage_build || break ;;
+    tests) stage_tests ;;
+    bench7) stage_bench llama2-7b ;;
+    bench13) stage_bench llama2-13b ;;
+    compare7) stage_compare llama2-7b ;;
+    compare13) stage_compare llama2-13b ;;
+    e2e) stage_compare llama2-7b auto ;;
+    *) say "unknown stage $s" ;;
+  esac
+done
+say "== done $(date -u +%FT%TZ)"
