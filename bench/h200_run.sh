@@ -84,7 +84,9 @@ stage_bench() {  # LAYOUT
     echo "### $layout from disk (cold: caches dropped before every step)"
     echo '$ sync; echo 3 > /proc/sys/vm/drop_caches; weightlift bench --device cuda:0'
     sync; echo 3 > /proc/sys/vm/drop_caches
-    "$WL" bench "$disk" --device cuda:0 --repeat 2
+    "$WL" bench "$disk" --device cuda:0 --repeat 1 --mode cold
+    echo "### $layout from the page cache (warm)"
+    "$WL" bench "$disk" --device cuda:0 --repeat 3 --mode warm
     echo "### $layout from tmpfs (RAM-backed)"
     "$WL" bench "$shm" --device cuda:0 --repeat 3 --mode warm
     echo "### $layout load reports (defaults)"
