@@ -479,7 +479,7 @@ def main():
                "command": " ".join(sys.argv), "runs": [], "e2e": [],
                "notes": [], "weightlift": weightlift.__version__}
     wanted = set(filter(None, args.methods.split(",")))
-    for layout in args.layouts.split(","):
+    for layout in filter(None, args.layouts.split(",")):
         src = get_checkpoint(layout, args)
         ckpt = weightlift._core.open_checkpoint(src)
         nbytes = ckpt.total_bytes

@@ -72,6 +72,17 @@ def _advance(bar, job) -> None:
         bar.update(done - bar.n)
 
 
+def _empty_report(loader, tensors: int) -> LoadReport:
+    r = LoadReport({"device": loader.options()["device"], "tensors": tensors,
+                    "bytes": 0, "bytes_read": 0, "seconds": 0.0,
+                    "open_seconds": 0.0, "alloc_seconds": 0.0,
+                    "transfer_seconds": 0.0, "staging_bytes": 0,
+                    "device_bytes": 0, "threads": 0, "gb_per_s": 0.0,
+                    "notes": ["every tensor is empty: nothing loaded"]})
+    set_last_report(r)
+    return r
+
+
 def load_raw(path: Any, names: Optional[List[str]] = None,
              progress: bool = False, numpy: bool = False, **options):
     """Loads NAMES (all when None) with loader-owned memory.
@@ -81,6 +92,16 @@ def load_raw(path: Any, names: Optional[List[str]] = None,
     """
     ckpt = open_checkpoint(path)
     loader = make_loader(options)
+    infos = ckpt.tensors()
+    if names:
+        wanted = set(names)
+        infos = [t for t in infos if t[0] in wanted]
+    if infos and all(t[5] == 0 for t in infos) and (
+            not names or len(infos) == len(set(names))):
+        # Nothing to move: every tensor is empty. (Also sidesteps a crash of
+        # the CUDA loader on zero-byte loads, seen on the H200.)
+        return ([(n, dt, shape, None) for n, dt, shape, *_ in infos],
+                loader.options()["device"], _empty_report(loader, len(infos)))
     job = loader.start_load(ckpt, list(names or []))
     report = wait(job, progress, ckpt.total_bytes)
     return job.take_tensors(numpy), loader.options()["device"], report

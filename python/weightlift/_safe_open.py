@@ -110,6 +110,10 @@ class safe_open:  # noqa: N801 - safetensors' name
     # -- data --------------------------------------------------------------
     def get_tensor(self, name: str):
         info = self.tensor_info(name)
+        if info.size == 0:  # nothing to read
+            if self._framework == "np":
+                return _dtypes.to_numpy(info.dtype, info.shape, None)
+            return _dtypes.to_torch(info.dtype, info.shape, None, self._device)
         if self._loader is None:
             self._loader = _core.make_loader(self._options)
         job = self._loader.start_load(self._ckpt, [name])

@@ -250,3 +250,13 @@ def test_save_forwarded(tmp_path):
     weightlift.torch.save_file({"x": torch.arange(4)}, path, metadata={"a": "b"})
     assert torch.equal(weightlift.torch.load_file(path)["x"], torch.arange(4))
     assert os.path.getsize(path) > 0
+
+
+def test_only_empty_tensors(tmp_path):
+    path = str(tmp_path / "empty.safetensors")
+    safetensors.torch.save_file({"e": torch.zeros(0), "f": torch.zeros(2, 0)},
+                                path)
+    d = weightlift.torch.load_file(path)
+    assert d["e"].shape == (0,) and d["f"].shape == (2, 0)
+    with weightlift.safe_open(path, "pt") as f:
+        assert f.get_tensor("f").shape == (2, 0)

@@ -141,3 +141,13 @@ def test_float8_cuda(tmp_path):
     for k in t:
         assert d[k].dtype == t[k].dtype and d[k].is_cuda
         assert torch.equal(d[k].float().cpu(), t[k].float())
+
+
+def test_only_empty_tensors_cuda(tmp_path):
+    path = str(tmp_path / "empty.safetensors")
+    safetensors.torch.save_file({"e": torch.zeros(0), "f": torch.zeros(3, 0)},
+                                path)
+    d = weightlift.torch.load_file(path, device="cuda:0")
+    assert d["f"].shape == (3, 0) and d["f"].is_cuda
+    with weightlift.safe_open(path, "pt", device="cuda:0") as f:
+        assert f.get_tensor("e").is_cuda
