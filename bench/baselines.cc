@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "io/page_cache.h"
 #include "io/raw_read.h"
@@ -209,14 +210,31 @@ StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt) {
   return t;
 }
 
-StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt, int queue_depth) {
-  internal::RawReadOptions options;
-  options.queue_depth = queue_depth;
-  options.block_bytes = 1u << 20;
+StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt) {
+  // No single queue shape is best on every device: a local NVMe saturates
+  // at QD16-32 with 1 MiB requests, a network-backed virtual disk wants far
+  // more bytes in flight. The ceiling is the best of a few shapes, each run
+  // from a cold page cache, so the loader is never compared with a strawman.
+  struct Shape {
+    int queue_depth;
+    uint64_t block_bytes;
+  };
+  constexpr Shape kShapes[] = {{32, 1u << 20}, {64, 4u << 20}};
   const std::vector<std::string> paths = CheckpointFiles(ckpt);
-  WL_ASSIGN_OR_RETURN(internal::RawReadResult r,
-                      internal::RawDirectRead(paths, options));
-  return Timing{r.bytes, r.seconds, r.method};
+  std::optional<Timing> best;
+  for (const Shape& shape : kShapes) {
+    for (const std::string& p : paths) {
+      WL_RETURN_IF_ERROR(internal::EvictFromPageCache(p));
+    }
+    internal::RawReadOptions options;
+    options.queue_depth = shape.queue_depth;
+    options.block_bytes = shape.block_bytes;
+    WL_ASSIGN_OR_RETURN(internal::RawReadResult r,
+                        internal::RawDirectRead(paths, options));
+    Timing t{r.bytes, r.seconds, r.method + " (best of 2 queue shapes)"};
+    if (!best || t.seconds < best->seconds) best = t;
+  }
+  return *best;
 }
 
 StatusOr<Timing> PageCacheCeiling(const Checkpoint& ckpt, int threads) {

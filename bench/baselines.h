@@ -49,8 +49,9 @@ StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt);
 StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt);
 
 // Cold storage ceiling: every byte of every file with O_DIRECT through
-// io_uring at a deep queue (src/io/raw_read.h).
-StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt, int queue_depth = 32);
+// io_uring at a deep queue (src/io/raw_read.h); the best of a few queue
+// shapes, each after evicting the files' pages.
+StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt);
 
 // Warm ceiling: buffered read() of every byte out of the page cache with
 // THREADS threads (one copy, no destination memory).
