@@ -12,7 +12,8 @@
 #            from disk and from tmpfs, against the ceilings and naive paths
 #   compare7 bench/compare.py on llama2-7b (weightlift paths and the peers)
 #   bench13 / compare13   the same for llama2-13b
-#   e2e      compare.py's time-to-first-token only
+#   e2e      compare.py on llama2-7b plus the time to the first token
+#   cold7    `weightlift bench --mode cold` on llama2-7b only
 # Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
 # streamer wheels) with the call.
 set -u -o pipefail
@@ -98,11 +99,22 @@ stage_bench() {  # LAYOUT
     | head -24 >> "$SUMMARY"
 }
 
+stage_cold() {  # LAYOUT: cold from disk only, against the best raw read
+  local disk=/var/tmp/wl_$1
+  say "-- cold $1"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  "$WL" bench "$disk" --device cuda:0 --repeat 2 --mode cold \
+    > "$OUT/cold_$1.log" 2>&1
+  grep -E "weightlift loader|ceiling|loader /|naive|RSS" "$OUT/cold_$1.log" \
+    >> "$SUMMARY"
+}
+
 stage_compare() {  # LAYOUT [E2E]
   say "-- compare $1"
   rm -rf "/dev/shm/wl_$1"  # compare.py makes its own tmpfs copy
   synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
-  timeout 560 python3 bench/compare.py --device cuda:0 --layouts "$1" \
+  timeout 330 python3 bench/compare.py --device cuda:0 --layouts "$1" \
     --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat 1 --e2e "${2:-none}" \
     --md "$OUT/compare_$1.md" --png "$OUT/compare_$1.png" \
     --json "$OUT/compare_$1.json" > "$OUT/compare_$1.log" 2>&1
@@ -118,6 +130,7 @@ for s in "$@"; do
     compare7) stage_compare llama2-7b ;;
     compare13) stage_compare llama2-13b ;;
     e2e) stage_compare llama2-7b auto ;;
+    cold7) stage_cold llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done

@@ -35,6 +35,8 @@ from .report import FileReport, LoadReport
 __version__ = "0.1.0"
 
 last_report = _core.last_report
+# Loaders are cached per options (staging allocated once); this frees them.
+release_cached_loaders = _core.release_cached_loaders
 
 
 def default_options() -> Dict[str, Any]:
@@ -74,6 +76,7 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
 
 
 __all__ = [
+    "release_cached_loaders",
     "CancelledError", "CudaError", "FileReport", "FormatError",
     "InternalError", "InvalidArgumentError", "LoadReport", "NotFoundError",
     "ResourceExhaustedError", "SafeSlice", "StateDict", "TensorInfo",

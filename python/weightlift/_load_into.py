@@ -158,10 +158,10 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
             # Work queued on the targets (e.g. to_empty, earlier kernels)
             # must finish before the loader's streams write into them.
             torch.cuda.synchronize(dev)
-        loader = _core.make_loader(dict(options, device=dev))
         total = sum(s for _, _, s in dests)
-        job = loader.start_load_into(ckpt, dests, targets)
-        reports.append(_core.wait(job, progress, total))
+        with _core.pooled_loader(dict(options, device=dev)) as loader:
+            job = loader.start_load_into(ckpt, dests, targets)
+            reports.append(_core.wait(job, progress, total))
     report = LoadReport.merge(reports) or LoadReport(
         {"device": want_device and device_string(want_device) or "cpu",
          "tensors": 0, "bytes": 0, "bytes_read": 0, "seconds": 0.0,

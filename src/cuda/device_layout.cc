@@ -27,6 +27,9 @@ StatusOr<DeviceLayout> LayOutOnDevice(const Checkpoint& ckpt,
     l.total = off + size;
     l.tensor_bytes += size;
   }
+  // Every tensor gets a valid, non-null device pointer, also when all of
+  // them are empty (frameworks reject null data pointers).
+  if (!tensors.empty() && l.total == 0) l.total = kDeviceAlign;
   return l;
 }
 

@@ -15,8 +15,10 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
   std::vector<uint32_t> gds_pieces(job.tensors.size(), 0);
   for (uint32_t r = 0; r < job.tensors.size(); ++r) {
     const TensorInfo& t = all[job.tensors[r]];
-    report->files[files[t.file].report_index].bytes += t.size;
+    // Zero-byte tensors touch no file (FilesNeeded skips them), so their
+    // file may have no report entry: report_index is -1 there.
     if (t.size == 0) continue;
+    report->files[files[t.file].report_index].bytes += t.size;
     Segment seg{t.file, t.offset, t.size, job.dst[r], r};
     switch (files[t.file].path) {
       case TransferPath::kStaging: staging_segs.push_back(seg); break;

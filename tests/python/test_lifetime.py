@@ -134,3 +134,29 @@ def test_shared_safe_open_from_threads(tmp_path, gen):
         th.join()
     f.close()
     assert len(out) == 40 and all(out)
+
+
+def test_cached_loader_is_reused_and_results_stay_independent(tmp_path):
+    """load_file reuses one cached loader per options; tensors of an earlier
+    load keep their own memory when a later load runs on the same loader."""
+    import torch
+    from safetensors.torch import save_file
+    import weightlift
+    from weightlift import _core
+    from weightlift.torch import load_file
+
+    weightlift.release_cached_loaders()
+    a = tmp_path / "a.safetensors"
+    b = tmp_path / "b.safetensors"
+    save_file({"x": torch.arange(1000, dtype=torch.float32)}, str(a))
+    save_file({"x": -torch.arange(1000, dtype=torch.float32)}, str(b))
+    first = load_file(str(a))
+    assert len(_core._idle) == 1
+    (loader,) = next(iter(_core._idle.values()))
+    second = load_file(str(b))
+    (again,) = next(iter(_core._idle.values()))
+    assert again is loader
+    assert torch.equal(first["x"], torch.arange(1000, dtype=torch.float32))
+    assert torch.equal(second["x"], -torch.arange(1000, dtype=torch.float32))
+    weightlift.release_cached_loaders()
+    assert not _core._idle
