@@ -14,15 +14,13 @@
 
 #include "io/page_cache.h"
 #include "io/raw_read.h"
+#include "util/clock.h"
 
 namespace weightlift::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using internal::Clock;
+using internal::SecondsSince;
 
 // Host memory for one tensor, freed with free().
 struct FreeDeleter {

@@ -205,15 +205,8 @@ StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
   result.tensors.reserve(idx.size());
   for (size_t r = 0; r < idx.size(); ++r) {
     const TensorInfo& t = all[idx[r]];
-    LoadedTensor lt;
-    lt.name = t.name;
-    lt.dtype = t.dtype;
-    lt.shape = t.shape;
-    lt.device = options_.device;
-    lt.data = base + layout.offsets[r];
-    lt.size = t.size;
-    lt.owner = owner;
-    result.tensors.push_back(std::move(lt));
+    result.tensors.push_back(MakeLoadedTensor(
+        t, options_.device, base + layout.offsets[r], owner));
   }
   report.tensors = idx.size();
   report.seconds = SecondsSince(t0);

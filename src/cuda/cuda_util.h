@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/clock.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -27,11 +28,6 @@ Status CheckCudaDevice(int device);
 // cudaSetDevice(DEVICE) as a Status.
 Status UseDevice(int device);
 
-using Clock = std::chrono::steady_clock;
-// Seconds from T to now.
-inline double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // "12.34 GiB (13245... bytes)"
 std::string FormatBytes(uint64_t bytes);

@@ -1,5 +1,7 @@
 #include "cuda/path_choice.h"
 
+#include "util/percent.h"
+
 #include <sys/vfs.h>
 
 #include <string>
@@ -27,10 +29,6 @@ bool IsRamFs(const std::string& path) {
   if (statfs(path.c_str(), &s) != 0) return false;
   return s.f_type == 0x01021994 /*TMPFS_MAGIC*/ ||
          s.f_type == static_cast<decltype(s.f_type)>(0x858458f6) /*RAMFS*/;
-}
-
-std::string Percent(double f) {
-  return std::to_string(static_cast<int>(f * 100 + 0.5)) + "%";
 }
 
 }  // namespace

@@ -29,15 +29,11 @@
 #include "exec/request.h"
 #include "exec/thread_pool.h"
 #include "plan/plan.h"
+#include "util/clock.h"
 
 namespace weightlift::internal {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 constexpr uint64_t kTensorAlign = 64;
 constexpr uint64_t kPageAlign = 4096;
@@ -185,7 +181,7 @@ Status HostLoader::Open(const Checkpoint& ckpt,
       if (f) f = wrap_(std::move(f), static_cast<uint32_t>(i));
     }
   }
-  report->open_seconds = Since(t);
+  report->open_seconds = SecondsSince(t);
   return Status::OK();
 }
 
@@ -243,7 +239,7 @@ Status HostLoader::Run(const Checkpoint& ckpt,
           (strerrorname_np(err) ? strerrorname_np(err) : "?") + ")");
     }
   }
-  report->transfer_seconds = Since(t);
+  report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;
   report->staging_bytes = bounce_->total_bytes();
@@ -306,7 +302,7 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
   std::vector<uintptr_t> dsts(tensors.size());
   const uintptr_t base = reinterpret_cast<uintptr_t>(memory.get());
   for (size_t k = 0; k < tensors.size(); ++k) dsts[k] = base + pos[k];
-  report.alloc_seconds = Since(ta);
+  report.alloc_seconds = SecondsSince(ta);
 
   WL_RETURN_IF_ERROR(
       Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/true, &report));
@@ -314,17 +310,10 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
   result.tensors.reserve(tensors.size());
   for (size_t k = 0; k < tensors.size(); ++k) {
     const TensorInfo& ti = ckpt.tensors()[tensors[k]];
-    LoadedTensor lt;
-    lt.name = ti.name;
-    lt.dtype = ti.dtype;
-    lt.shape = ti.shape;
-    lt.device = Device::Cpu();
-    lt.data = reinterpret_cast<void*>(dsts[k]);
-    lt.size = ti.size;
-    lt.owner = memory;
-    result.tensors.push_back(std::move(lt));
+    result.tensors.push_back(MakeLoadedTensor(
+        ti, Device::Cpu(), reinterpret_cast<void*>(dsts[k]), memory));
   }
-  report.seconds = Since(t0);
+  report.seconds = SecondsSince(t0);
   return result;
 }
 
@@ -346,7 +335,7 @@ Status HostLoader::LoadInto(const Checkpoint& ckpt,
   }
   WL_RETURN_IF_ERROR(
       Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/false, &report));
-  report.seconds = Since(t0);
+  report.seconds = SecondsSince(t0);
   if (report_out != nullptr) *report_out = std::move(report);
   return Status::OK();
 }

@@ -1,5 +1,7 @@
 #include "exec/open_files.h"
 
+#include "util/percent.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -10,9 +12,6 @@
 namespace weightlift::internal {
 namespace {
 
-std::string Percent(double f) {
-  return std::to_string(static_cast<int>(std::lround(f * 100))) + "%";
-}
 
 IoBackend ToIoBackend(Backend b) {
   switch (b) {

@@ -62,6 +62,19 @@ StatusOr<std::vector<uint32_t>> ResolveDestinations(
   return out;
 }
 
+LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device,
+                              void* data, std::shared_ptr<void> owner) {
+  LoadedTensor lt;
+  lt.name = info.name;
+  lt.dtype = info.dtype;
+  lt.shape = info.shape;
+  lt.device = device;
+  lt.data = data;
+  lt.size = info.size;
+  lt.owner = std::move(owner);
+  return lt;
+}
+
 std::vector<bool> FilesNeeded(const Checkpoint& ckpt,
                               std::span<const uint32_t> tensors) {
   std::vector<bool> needed(ckpt.files().size(), false);

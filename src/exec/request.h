@@ -24,6 +24,10 @@ StatusOr<std::vector<uint32_t>> ResolveNames(const Checkpoint& ckpt,
 StatusOr<std::vector<uint32_t>> ResolveDestinations(
     const Checkpoint& ckpt, std::span<const Destination> dests);
 
+// The LoadedTensor for INFO at DATA on DEVICE, kept alive by OWNER.
+LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device,
+                              void* data, std::shared_ptr<void> owner);
+
 // Which files the tensors touch (size ckpt.files().size()).
 std::vector<bool> FilesNeeded(const Checkpoint& ckpt,
                               std::span<const uint32_t> tensors);

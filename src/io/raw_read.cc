@@ -15,6 +15,7 @@
 
 #include "io/backends.h"
 #include "io/io_util.h"
+#include "util/clock.h"
 
 #if defined(WL_HAVE_URING)
 #include <liburing.h>
@@ -23,11 +24,6 @@
 namespace weightlift::internal {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
@@ -196,14 +192,14 @@ StatusOr<RawReadResult> RawDirectRead(std::span<const std::string> paths,
   Status s = UringReadAll(blocks, qd, block, &refused, &why);
   if (!refused) {
     WL_RETURN_IF_ERROR(s);
-    result.seconds = Since(t0);
+    result.seconds = SecondsSince(t0);
     result.method = "O_DIRECT io_uring QD" + std::to_string(qd) + " " +
                     Mib(block);
     return result;
   }
 #endif
   WL_RETURN_IF_ERROR(DirectPreadAll(blocks, static_cast<int>(qd), block));
-  result.seconds = Since(t0);
+  result.seconds = SecondsSince(t0);
   result.method = "O_DIRECT pread x" + std::to_string(qd) + " threads " +
                   Mib(block) + " (" + why + ")";
   return result;
@@ -263,7 +259,7 @@ StatusOr<RawReadResult> RawBufferedRead(std::span<const std::string> paths,
     for (auto& th : pool) th.join();
   }
   for (auto& e : errors) WL_RETURN_IF_ERROR(e);
-  result.seconds = Since(t0);
+  result.seconds = SecondsSince(t0);
   result.method = "buffered pread x" + std::to_string(threads) + " " +
                   Mib(block) +
                   (target > block ? " into " + Mib(target) : std::string());

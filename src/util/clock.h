@@ -1,0 +1,15 @@
+// The one clock weightlift times phases with.
+#pragma once
+
+#include <chrono>
+
+namespace weightlift::internal {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds from T to now.
+inline double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace weightlift::internal
