@@ -235,6 +235,34 @@ StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt) {
   return *best;
 }
 
+StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes) {
+  Timing t;
+  t.bytes = bytes;
+  if (bytes == 0) return t;
+  const auto start = Clock::now();
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return Status::ResourceExhausted("fresh memory ceiling: mmap of " +
+                                     std::to_string(bytes) + " bytes: " +
+                                     std::strerror(errno));
+  }
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+  if (::madvise(p, bytes, MADV_POPULATE_WRITE) == 0) {
+    t.method = "mmap + MADV_POPULATE_WRITE";
+  } else {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    auto* b = static_cast<volatile char*>(p);
+    for (uint64_t i = 0; i < bytes; i += static_cast<uint64_t>(page)) b[i] = 0;
+    t.method = "mmap + one write per page";
+  }
+  t.seconds = SecondsSince(start);
+  ::munmap(p, bytes);
+  return t;
+}
+
 StatusOr<Timing> PageCacheCeiling(const Checkpoint& ckpt, int threads) {
   internal::RawReadOptions options;
   options.threads = std::max(1, threads);

@@ -53,6 +53,11 @@ StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt);
 // shapes, each after evicting the files' pages.
 StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt);
 
+// Fresh-memory ceiling: first touch of BYTES of new anonymous memory
+// (mmap + MADV_POPULATE_WRITE, or a write per page where the kernel lacks
+// it), the hop every loader returning new host memory pays.
+StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes);
+
 // Warm ceiling: buffered read() of every byte out of the page cache with
 // THREADS threads (one copy, no destination memory).
 StatusOr<Timing> PageCacheCeiling(const Checkpoint& ckpt, int threads);

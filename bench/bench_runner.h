@@ -26,6 +26,7 @@ inline constexpr char kPageCacheCeiling[] = "page_cache_ceiling";
 inline constexpr char kNaiveMmap[] = "naive_mmap";
 inline constexpr char kNaivePread[] = "naive_pread";
 inline constexpr char kPinnedCopy[] = "pinned_h2d_ceiling";
+inline constexpr char kFreshMemory[] = "fresh_memory_ceiling";
 
 struct BenchOptions {
   LoadOptions load;  // the loader under test (device, backend, ...)
