@@ -141,6 +141,11 @@ StatusOr<LoadOptions> MakeLoadOptions(const LoadFlags& flags) {
   if (!flags.chunk.empty()) {
     WL_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(flags.chunk));
     options.chunk_bytes = static_cast<size_t>(chunk);
+    // The CUDA staging ring has its own slot size (tuned smaller than the
+    // host read size); an explicit --chunk means both.
+    if (options.device.is_cuda()) {
+      options.cuda_chunk_bytes = static_cast<size_t>(chunk);
+    }
   }
   if (!flags.staging.empty()) {
     WL_ASSIGN_OR_RETURN(uint64_t staging, ParseSize(flags.staging));

@@ -221,7 +221,10 @@ LoadOptions OptionsFromDict(const nb::dict& d) {
     } else if (k == "threads") {
       o.threads = nb::cast<int>(value);
     } else if (k == "chunk") {
+      // For CUDA loads the staging slot size too (LoadOptions keeps the
+      // two apart so each has its own tuned default).
       o.chunk_bytes = nb::cast<size_t>(value);
+      o.cuda_chunk_bytes = o.chunk_bytes;
     } else if (k == "staging") {
       o.staging_bytes = nb::cast<size_t>(value);
     } else if (k == "queue_depth") {
