@@ -70,8 +70,8 @@ synth_one() {  # DIR
     echo "reusing $dir" >> "$OUT/synth.log"; return 0
   fi
   mkdir -p "$dir"
-  if [ -x "$BUILD/tools/weightlift" ] && \
-     "$BUILD/tools/weightlift" synth --layout llama2-7b "$dir" \
+  if [ -x "$BUILD/weightlift" ] && \
+     "$BUILD/weightlift" synth --layout llama2-7b "$dir" \
        >> "$OUT/synth.log" 2>&1; then
     return 0
   fi
