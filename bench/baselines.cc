@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -115,13 +116,26 @@ Status WarmCheckpoint(const Checkpoint& ckpt) {
   return Status::OK();
 }
 
-StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt) {
+namespace {
+
+// Copies one tensor's bytes into DST (a fresh buffer of tensor.size bytes).
+using FillTensor = std::function<Status(const TensorInfo&, unsigned char*)>;
+// Prepares a file (open fd given) for FillTensor calls; what it sets up is
+// released when the returned function is destroyed.
+using OpenForFill =
+    std::function<StatusOr<FillTensor>(const FileInfo&, int fd)>;
+
+// The naive loaders' shared loop: one thread, file by file, a fresh 64-byte
+// aligned host buffer per tensor, every buffer held to the end (as a
+// state dict would be).
+StatusOr<Timing> NaivePerTensor(const Checkpoint& ckpt, std::string method,
+                                const OpenForFill& open_for_fill) {
   std::vector<HostBuffer> buffers;
   std::vector<uint64_t> sizes;
   buffers.reserve(ckpt.tensors().size());
   sizes.reserve(ckpt.tensors().size());
   Timing t;
-  t.method = "mmap + malloc/memcpy per tensor, 1 thread";
+  t.method = std::move(method);
   const auto start = Clock::now();
   for (uint32_t fi = 0; fi < ckpt.files().size(); ++fi) {
     const FileInfo& f = ckpt.files()[fi];
@@ -130,74 +144,11 @@ StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt) {
       return Status::IoErrorFromErrno(f.resolved_path + ": open", errno);
     }
     if (f.size == 0) continue;
-    void* map = ::mmap(nullptr, static_cast<size_t>(f.size), PROT_READ,
-                       MAP_PRIVATE, fd.get(), 0);
-    if (map == MAP_FAILED) {
-      return Status::IoErrorFromErrno(
-          f.resolved_path + ": mmap of " + std::to_string(f.size) + " bytes",
-          errno);
-    }
-    const auto* base = static_cast<const unsigned char*>(map);
-    Status status;
-    for (const TensorInfo& ti : ckpt.tensors()) {
-      if (ti.file != fi) continue;
-      // Checkpoint::Open validated offset + size <= file size.
-      StatusOr<HostBuffer> buf = Allocate(ti.size, ti.name);
-      if (!buf.ok()) {
-        status = buf.status();
-        break;
-      }
-      std::memcpy(buf->get(), base + ti.offset, static_cast<size_t>(ti.size));
-      buffers.push_back(std::move(*buf));
-      sizes.push_back(ti.size);
-      t.bytes += ti.size;
-    }
-    ::munmap(map, static_cast<size_t>(f.size));
-    WL_RETURN_IF_ERROR(status);
-  }
-  t.seconds = SecondsSince(start);
-  Consume(buffers, sizes);
-  return t;
-}
-
-StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt) {
-  std::vector<HostBuffer> buffers;
-  std::vector<uint64_t> sizes;
-  buffers.reserve(ckpt.tensors().size());
-  sizes.reserve(ckpt.tensors().size());
-  Timing t;
-  t.method = "malloc + buffered pread per tensor, 1 thread";
-  const auto start = Clock::now();
-  for (uint32_t fi = 0; fi < ckpt.files().size(); ++fi) {
-    const FileInfo& f = ckpt.files()[fi];
-    Fd fd(::open(f.resolved_path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) {
-      return Status::IoErrorFromErrno(f.resolved_path + ": open", errno);
-    }
+    WL_ASSIGN_OR_RETURN(FillTensor fill, open_for_fill(f, fd.get()));
     for (const TensorInfo& ti : ckpt.tensors()) {
       if (ti.file != fi) continue;
       WL_ASSIGN_OR_RETURN(HostBuffer buf, Allocate(ti.size, ti.name));
-      uint64_t done = 0;
-      while (done < ti.size) {
-        const size_t want =
-            static_cast<size_t>(std::min<uint64_t>(ti.size - done, 1u << 30));
-        const ssize_t n = ::pread(fd.get(), buf.get() + done, want,
-                                  static_cast<off_t>(ti.offset + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-          return Status::IoErrorFromErrno(
-              f.resolved_path + ": pread of tensor '" + ti.name + "' at " +
-                  std::to_string(ti.offset + done) + " (" +
-                  std::to_string(want) + " bytes)",
-              errno);
-        }
-        if (n == 0) {
-          return Status::IoError(f.resolved_path + ": tensor '" + ti.name +
-                                 "': end of file at " +
-                                 std::to_string(ti.offset + done));
-        }
-        done += static_cast<uint64_t>(n);
-      }
+      WL_RETURN_IF_ERROR(fill(ti, buf.get()));
       buffers.push_back(std::move(buf));
       sizes.push_back(ti.size);
       t.bytes += ti.size;
@@ -206,6 +157,66 @@ StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt) {
   t.seconds = SecondsSince(start);
   Consume(buffers, sizes);
   return t;
+}
+
+}  // namespace
+
+StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt) {
+  return NaivePerTensor(
+      ckpt, "mmap + malloc/memcpy per tensor, 1 thread",
+      [](const FileInfo& f, int fd) -> StatusOr<FillTensor> {
+        void* map = ::mmap(nullptr, static_cast<size_t>(f.size), PROT_READ,
+                           MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+          return Status::IoErrorFromErrno(f.resolved_path + ": mmap of " +
+                                              std::to_string(f.size) +
+                                              " bytes",
+                                          errno);
+        }
+        std::shared_ptr<const unsigned char> base(
+            static_cast<const unsigned char*>(map),
+            [size = f.size](const unsigned char* p) {
+              ::munmap(const_cast<unsigned char*>(p),
+                       static_cast<size_t>(size));
+            });
+        return FillTensor([base](const TensorInfo& ti, unsigned char* dst) {
+          // Checkpoint::Open validated offset + size <= file size.
+          std::memcpy(dst, base.get() + ti.offset,
+                      static_cast<size_t>(ti.size));
+          return Status::OK();
+        });
+      });
+}
+
+StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt) {
+  return NaivePerTensor(
+      ckpt, "malloc + buffered pread per tensor, 1 thread",
+      [](const FileInfo& f, int fd) -> StatusOr<FillTensor> {
+        return FillTensor([&f, fd](const TensorInfo& ti, unsigned char* dst) {
+          uint64_t done = 0;
+          while (done < ti.size) {
+            const size_t want = static_cast<size_t>(
+                std::min<uint64_t>(ti.size - done, 1u << 30));
+            const ssize_t n = ::pread(fd, dst + done, want,
+                                      static_cast<off_t>(ti.offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+              return Status::IoErrorFromErrno(
+                  f.resolved_path + ": pread of tensor '" + ti.name +
+                      "' at " + std::to_string(ti.offset + done) + " (" +
+                      std::to_string(want) + " bytes)",
+                  errno);
+            }
+            if (n == 0) {
+              return Status::IoError(f.resolved_path + ": tensor '" +
+                                     ti.name + "': end of file at " +
+                                     std::to_string(ti.offset + done));
+            }
+            done += static_cast<uint64_t>(n);
+          }
+          return Status::OK();
+        });
+      });
 }
 
 StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt) {
