@@ -20,11 +20,11 @@ BENCH_DIR ?= $(HOME)/.cache/weightlift/synth/$(BENCH_LAYOUT)
 # development machines have no GPU, and PyPI's torch is a multi-GB CUDA build.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
   nlohmann-json3-dev libcli11-dev liburing-dev libgtest-dev libgmock-dev \
-  libbenchmark-dev libssl-dev clang libclang-rt-14-dev \
+  libbenchmark-dev libssl-dev clang clang-format libclang-rt-14-dev \
   python3 python3-dev python3-venv python3-numpy python3-torch
 
 .PHONY: all deps deps-apt deps-python deps-carry build demo test test-cpp \
-  test-python fuzz bench clean
+  test-python fuzz format-check format bench clean
 
 all: build
 
@@ -66,7 +66,14 @@ demo: build
 	./$(BUILD)/weightlift demo
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python fuzz
+	$(MAKE) --no-print-directory format-check test-cpp test-python fuzz
+
+# C++ style is .clang-format (Google base); `make format` applies it.
+format-check:
+	git ls-files '*.cc' '*.h' | xargs clang-format --dry-run -Werror
+
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900

@@ -169,8 +169,7 @@ StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt) {
                            MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
           return Status::IoErrorFromErrno(f.resolved_path + ": mmap of " +
-                                              std::to_string(f.size) +
-                                              " bytes",
+                                              std::to_string(f.size) + " bytes",
                                           errno);
         }
         std::shared_ptr<const unsigned char> base(
@@ -202,14 +201,14 @@ StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt) {
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
               return Status::IoErrorFromErrno(
-                  f.resolved_path + ": pread of tensor '" + ti.name +
-                      "' at " + std::to_string(ti.offset + done) + " (" +
+                  f.resolved_path + ": pread of tensor '" + ti.name + "' at " +
+                      std::to_string(ti.offset + done) + " (" +
                       std::to_string(want) + " bytes)",
                   errno);
             }
             if (n == 0) {
-              return Status::IoError(f.resolved_path + ": tensor '" +
-                                     ti.name + "': end of file at " +
+              return Status::IoError(f.resolved_path + ": tensor '" + ti.name +
+                                     "': end of file at " +
                                      std::to_string(ti.offset + done));
             }
             done += static_cast<uint64_t>(n);
@@ -255,8 +254,8 @@ StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes) {
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     return Status::ResourceExhausted("fresh memory ceiling: mmap of " +
-                                     std::to_string(bytes) + " bytes: " +
-                                     std::strerror(errno));
+                                     std::to_string(bytes) +
+                                     " bytes: " + std::strerror(errno));
   }
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23

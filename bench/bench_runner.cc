@@ -317,8 +317,8 @@ std::string BenchReport::ToTable() const {
   struct Spec {
     const char* id;
   };
-  const Spec order[] = {{kLoader},    {kStorageCeiling}, {kPageCacheCeiling},
-                        {kFreshMemory}, {kNaiveMmap}, {kNaivePread},
+  const Spec order[] = {{kLoader},      {kStorageCeiling}, {kPageCacheCeiling},
+                        {kFreshMemory}, {kNaiveMmap},      {kNaivePread},
                         {kPinnedCopy}};
   // Wide enough for the measurement labels and the ratio labels below.
   size_t label_w = 40;
@@ -428,7 +428,8 @@ std::string BenchReport::ToJson() const {
     const char* ceiling =
         mode == Mode::kCold ? kStorageCeiling : kPageCacheCeiling;
     if (double v = Ratio(ceiling, mode); v > 0) r["ceiling"] = v;
-    for (const char* id : {kNaiveMmap, kNaivePread, kPinnedCopy, kFreshMemory}) {
+    for (const char* id :
+         {kNaiveMmap, kNaivePread, kPinnedCopy, kFreshMemory}) {
       if (double v = Ratio(id, mode); v > 0) r[id] = v;
     }
     ratios[ModeName(mode)] = std::move(r);

@@ -106,8 +106,9 @@ Timed TimeLoads(const LoadOptions& o, const Checkpoint& ck,
     LoadReport rep;
     auto t0 = std::chrono::steady_clock::now();
     Status s = (*loader)->LoadInto(ck, arena.dests(), &rep);
-    double sec = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - t0).count();
+    double sec =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     if (!s.ok()) {
       t.error = s.ToString();
       return t;
@@ -133,9 +134,10 @@ int Synth(const std::string& dir) {
     std::fprintf(stderr, "synth failed: %s\n", err.c_str());
     return 1;
   }
-  std::printf("synthesized llama2-7b layout into %s in %.1f s\n", dir.c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0).count());
+  std::printf(
+      "synthesized llama2-7b layout into %s in %.1f s\n", dir.c_str(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count());
   return 0;
 }
 
@@ -170,26 +172,39 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (k == "--dir") a.dir = next();
-    else if (k == "--cold-dir") a.cold_dir = next();
-    else if (k == "--synth") a.synth = next();
-    else if (k == "--device") a.device = std::atoi(next());
-    else if (k == "--runs") a.runs = std::max(1, std::atoi(next()));
-    else if (k == "--chunks") a.chunks_mib = ParseList(next());
-    else if (k == "--threads") a.threads = ParseList(next());
-    else if (k == "--slots") a.slots = ParseList(next());
-    else if (k == "--pieces") a.pieces_mib = ParseList(next());
-    else if (k == "--hr-threads") a.hr_threads = ParseList(next());
+    if (k == "--dir")
+      a.dir = next();
+    else if (k == "--cold-dir")
+      a.cold_dir = next();
+    else if (k == "--synth")
+      a.synth = next();
+    else if (k == "--device")
+      a.device = std::atoi(next());
+    else if (k == "--runs")
+      a.runs = std::max(1, std::atoi(next()));
+    else if (k == "--chunks")
+      a.chunks_mib = ParseList(next());
+    else if (k == "--threads")
+      a.threads = ParseList(next());
+    else if (k == "--slots")
+      a.slots = ParseList(next());
+    else if (k == "--pieces")
+      a.pieces_mib = ParseList(next());
+    else if (k == "--hr-threads")
+      a.hr_threads = ParseList(next());
     else {
-      std::fprintf(stderr, "unknown argument %s (see the comment at the top "
-                           "of bench/gpu_sweep.cc)\n", k.c_str());
+      std::fprintf(stderr,
+                   "unknown argument %s (see the comment at the top "
+                   "of bench/gpu_sweep.cc)\n",
+                   k.c_str());
       return 2;
     }
   }
   if (!a.synth.empty()) return Synth(a.synth);
   if (a.dir.empty()) {
-    std::fprintf(stderr, "usage: gpu_sweep --dir CHECKPOINT_DIR [...] | "
-                         "--synth DIR\n");
+    std::fprintf(stderr,
+                 "usage: gpu_sweep --dir CHECKPOINT_DIR [...] | "
+                 "--synth DIR\n");
     return 2;
   }
   std::string why;
@@ -207,8 +222,10 @@ int main(int argc, char** argv) {
               ck->files().size(), ck->tensors().size(), bytes / 1e9);
   auto ceiling = internal::MeasurePinnedCopyGBps(a.device, 4ull << 30);
   double ceil_gbps = ceiling.ok() ? *ceiling : 0;
-  std::printf("pinned host->device ceiling (4 GiB, 64 MiB copies, median): "
-              "%.1f GB/s\n", ceil_gbps);
+  std::printf(
+      "pinned host->device ceiling (4 GiB, 64 MiB copies, median): "
+      "%.1f GB/s\n",
+      ceil_gbps);
   Warm(*ck);
   std::fflush(stdout);
 
@@ -234,15 +251,15 @@ int main(int argc, char** argv) {
         o.staging_bytes = (c << 20) * t * s;
         Timed r = TimeLoads(o, *ck, arena, a.runs);
         char what[128];
-        std::snprintf(what, sizeof what, "chunk %llu MiB, %llu threads, %llu "
+        std::snprintf(what, sizeof what,
+                      "chunk %llu MiB, %llu threads, %llu "
                       "slots/thread",
                       (unsigned long long)c, (unsigned long long)t,
                       (unsigned long long)s);
         if (!r.ok) {
           std::printf("%-8s %-8llu %-6llu ERROR %s\n",
-                      (std::to_string(c) + "M").c_str(),
-                      (unsigned long long)t, (unsigned long long)s,
-                      r.error.c_str());
+                      (std::to_string(c) + "M").c_str(), (unsigned long long)t,
+                      (unsigned long long)s, r.error.c_str());
         } else {
           std::printf("%-8s %-8llu %-6llu %-10s %-9.1f %-9.1f %-7.0f\n",
                       (std::to_string(c) + "M").c_str(), (unsigned long long)t,
@@ -306,8 +323,9 @@ int main(int argc, char** argv) {
                 Gbps(bytes, bh->t.best_s), bh->what.c_str());
   }
   if (bs && bh) {
-    std::printf("RECOMMEND auto for resident files: %s\n",
-                bh->t.best_s < bs->t.best_s ? "host-register" : "pinned staging");
+    std::printf(
+        "RECOMMEND auto for resident files: %s\n",
+        bh->t.best_s < bs->t.best_s ? "host-register" : "pinned staging");
   }
 
   // Defaults, end to end. Interleaved (Load, LoadInto, Load into touched
@@ -334,13 +352,13 @@ int main(int argc, char** argv) {
         std::printf("  cudaMemset of the fresh allocation failed: %s\n",
                     cudaGetErrorName(e));
       }
-      memset_s = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - t0).count();
+      memset_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
     };
     Status valid = o.Validate();
-    auto loader = valid.ok()
-                      ? internal::CreateCudaLoader(o, std::move(hooks))
-                      : StatusOr<std::unique_ptr<Loader>>(valid);
+    auto loader = valid.ok() ? internal::CreateCudaLoader(o, std::move(hooks))
+                             : StatusOr<std::unique_ptr<Loader>>(valid);
     if (!loader.ok()) {
       std::printf("defaults: ERROR %s\n", loader.status().ToString().c_str());
     } else {
@@ -360,9 +378,10 @@ int main(int argc, char** argv) {
         memset_s = 0;
         auto t0 = std::chrono::steady_clock::now();
         auto r = (*loader)->Load(*ck);
-        double sec = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0).count() -
-                     memset_s;
+        double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count() -
+            memset_s;
         touch = false;
         if (!r.ok()) {
           v.error = r.status().ToString();
@@ -371,10 +390,11 @@ int main(int argc, char** argv) {
         if (!timed) return;
         v.secs.push_back(sec);
         v.memset_secs.push_back(memset_s);
-        std::printf("  %-13s %6.1f GB/s  (alloc %.1f ms, open %.1f ms, "
-                    "transfer %.3f s", v.name, Gbps(bytes, sec),
-                    1e3 * r->report.alloc_seconds,
-                    1e3 * r->report.open_seconds, r->report.transfer_seconds);
+        std::printf(
+            "  %-13s %6.1f GB/s  (alloc %.1f ms, open %.1f ms, "
+            "transfer %.3f s",
+            v.name, Gbps(bytes, sec), 1e3 * r->report.alloc_seconds,
+            1e3 * r->report.open_seconds, r->report.transfer_seconds);
         if (with_touch) {
           std::printf(", memset %.1f ms not counted", 1e3 * memset_s);
         }
@@ -388,8 +408,9 @@ int main(int argc, char** argv) {
         LoadReport rep;
         auto t0 = std::chrono::steady_clock::now();
         Status st = (*loader)->LoadInto(*ck, arena.dests(), &rep);
-        double sec = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0).count();
+        double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count();
         if (!st.ok()) {
           v.error = st.ToString();
           return;
@@ -401,8 +422,10 @@ int main(int argc, char** argv) {
                     rep.transfer_seconds);
         if (sec < v.best_s) v.best_s = sec;
       };
-      std::printf("\n== defaults, warm: Load / LoadInto / Load+touch "
-                  "interleaved, %d runs each after one warm-up\n", a.runs);
+      std::printf(
+          "\n== defaults, warm: Load / LoadInto / Load+touch "
+          "interleaved, %d runs each after one warm-up\n",
+          a.runs);
       for (int i = 0; i <= a.runs; ++i) {
         bool timed = i > 0;  // i == 0: warm-up of each
         if (timed) std::printf(" run %d\n", i);
@@ -422,31 +445,36 @@ int main(int argc, char** argv) {
         }
       }
       if (!load.secs.empty()) {
-        std::printf("defaults, warm, Load() end to end: %.1f GB/s (%.0f%% of "
-                    "ceiling)\n%s\n", Gbps(bytes, load.best_s),
-                    ceil_gbps ? 100 * Gbps(bytes, load.best_s) / ceil_gbps : 0,
-                    load.best_report.c_str());
+        std::printf(
+            "defaults, warm, Load() end to end: %.1f GB/s (%.0f%% of "
+            "ceiling)\n%s\n",
+            Gbps(bytes, load.best_s),
+            ceil_gbps ? 100 * Gbps(bytes, load.best_s) / ceil_gbps : 0,
+            load.best_report.c_str());
         std::printf("defaults, warm, Load() end to end: median %.1f GB/s\n",
                     Gbps(bytes, median(load.secs)));
       }
       if (!into.secs.empty()) {
-        std::printf("defaults, warm, LoadInto() preallocated: best %.1f GB/s, "
-                    "median %.1f GB/s\n", Gbps(bytes, into.best_s),
-                    Gbps(bytes, median(into.secs)));
+        std::printf(
+            "defaults, warm, LoadInto() preallocated: best %.1f GB/s, "
+            "median %.1f GB/s\n",
+            Gbps(bytes, into.best_s), Gbps(bytes, median(into.secs)));
       }
       if (!touched.secs.empty()) {
-        std::printf("defaults, warm, Load() into touched memory: best %.1f "
-                    "GB/s, median %.1f GB/s (cudaMemset of %.2f GB first: "
-                    "median %.1f ms, not counted)\n",
-                    Gbps(bytes, touched.best_s),
-                    Gbps(bytes, median(touched.secs)), bytes / 1e9,
-                    1e3 * median(touched.memset_secs));
+        std::printf(
+            "defaults, warm, Load() into touched memory: best %.1f "
+            "GB/s, median %.1f GB/s (cudaMemset of %.2f GB first: "
+            "median %.1f ms, not counted)\n",
+            Gbps(bytes, touched.best_s), Gbps(bytes, median(touched.secs)),
+            bytes / 1e9, 1e3 * median(touched.memset_secs));
       }
     }
     auto naive = internal::NaiveMmapToDevice(*ck, a.device);
     if (naive.ok()) {
-      std::printf("naive mmap + cudaMemcpy per tensor (safetensors-like), "
-                  "warm: %.1f GB/s\n", Gbps(bytes, *naive));
+      std::printf(
+          "naive mmap + cudaMemcpy per tensor (safetensors-like), "
+          "warm: %.1f GB/s\n",
+          Gbps(bytes, *naive));
     }
     std::fflush(stdout);
   }

@@ -36,7 +36,8 @@ uint64_t ProcStatusKb(const char* key) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::strtoull(line.c_str() + std::strlen(key), nullptr, 10);
+    if (line.rfind(key, 0) == 0)
+      return std::strtoull(line.c_str() + std::strlen(key), nullptr, 10);
   }
   return 0;
 }
@@ -50,14 +51,17 @@ int Make(const std::string& dir, double gb) {
   ::mkdir(dir.c_str(), 0755);
   // A transformer-like mix: per "layer" 4 attention matrices of 4096x4096
   // bf16 (32 MiB), 3 MLP matrices of 4096x11008 (86 MiB), 2 norms (8 KiB).
-  const uint64_t layer_bytes = 4ull * 4096 * 4096 * 2 + 3ull * 4096 * 11008 * 2 + 2 * 8192;
+  const uint64_t layer_bytes =
+      4ull * 4096 * 4096 * 2 + 3ull * 4096 * 11008 * 2 + 2 * 8192;
   const int layers = std::max(1, static_cast<int>(gb * 1e9 / layer_bytes));
   std::vector<std::vector<TensorToWrite>> shards(2);
   auto gen = [](uint64_t seed) {
     return [seed](uint64_t off, std::span<std::byte> out) {
       uint64_t x = seed ^ (off * 0x9E3779B97F4A7C15ull);
       for (size_t i = 0; i < out.size(); i += 8) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         std::memcpy(out.data() + i, &x, std::min<size_t>(8, out.size() - i));
       }
     };
@@ -73,8 +77,9 @@ int Make(const std::string& dir, double gb) {
       t.generate = gen(std::hash<std::string>()(t.name));
       shard.push_back(std::move(t));
     };
-    for (const char* n : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                          "self_attn.v_proj.weight", "self_attn.o_proj.weight"}) {
+    for (const char* n :
+         {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
+          "self_attn.v_proj.weight", "self_attn.o_proj.weight"}) {
       add(n, {4096, 4096});
     }
     add("mlp.gate_proj.weight", {11008, 4096});
@@ -106,7 +111,8 @@ int main(int argc, char** argv) {
     if (a == "--make") {
       std::string dir = next();
       double gb = 3.2;
-      if (i + 2 < argc + 1 && i + 1 < argc && std::string(argv[i + 1]) == "--gb") {
+      if (i + 2 < argc + 1 && i + 1 < argc &&
+          std::string(argv[i + 1]) == "--gb") {
         ++i;
         gb = std::atof(next().c_str());
       }
@@ -114,9 +120,11 @@ int main(int argc, char** argv) {
     } else if (a == "--threads") {
       opt.threads = std::atoi(next().c_str());
     } else if (a == "--chunk-mib") {
-      opt.chunk_bytes = static_cast<size_t>(std::atof(next().c_str()) * (1 << 20));
+      opt.chunk_bytes =
+          static_cast<size_t>(std::atof(next().c_str()) * (1 << 20));
     } else if (a == "--staging-mib") {
-      opt.staging_bytes = static_cast<size_t>(std::atof(next().c_str()) * (1 << 20));
+      opt.staging_bytes =
+          static_cast<size_t>(std::atof(next().c_str()) * (1 << 20));
     } else if (a == "--qd") {
       opt.queue_depth = std::atoi(next().c_str());
     } else if (a == "--backend") {
@@ -148,9 +156,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double gb = ckpt->total_bytes() / 1e9;
-  std::printf("checkpoint %s: %zu files, %zu tensors, %.2f GB; data offset %% 64 = %llu\n",
-              path.c_str(), files.size(), ckpt->tensors().size(), gb,
-              (unsigned long long)(ckpt->files()[0].data_offset % 64));
+  std::printf(
+      "checkpoint %s: %zu files, %zu tensors, %.2f GB; data offset %% 64 = "
+      "%llu\n",
+      path.c_str(), files.size(), ckpt->tensors().size(), gb,
+      (unsigned long long)(ckpt->files()[0].data_offset % 64));
   // --into: destinations in one pre-touched buffer, each at an address
   // congruent to its file offset modulo 4096 (what a caller can do to get
   // direct reads whatever the file's alignment).
@@ -168,7 +178,8 @@ int main(int argc, char** argv) {
     std::byte* base = reinterpret_cast<std::byte*>(
         (reinterpret_cast<uintptr_t>(arena.data()) + 4095) / 4096 * 4096);
     for (size_t i = 0; i < at.size(); ++i) {
-      dests.push_back({ckpt->tensors()[i].name, base + at[i], ckpt->tensors()[i].size});
+      dests.push_back(
+          {ckpt->tensors()[i].name, base + at[i], ckpt->tensors()[i].size});
     }
   }
   auto load = [&](const char* label, double ceiling) -> double {
@@ -178,7 +189,10 @@ int main(int argc, char** argv) {
     if (into) {
       LoadResult lr;
       Status s = (*loader)->LoadInto(*ckpt, dests, &lr.report);
-      if (s.ok()) r = std::move(lr); else r = s;
+      if (s.ok())
+        r = std::move(lr);
+      else
+        r = s;
     } else {
       r = (*loader)->Load(*ckpt);
     }
@@ -189,11 +203,13 @@ int main(int argc, char** argv) {
     const uint64_t peak = ProcStatusKb("VmHWM:");
     const double over_mib =
         (static_cast<double>(peak - before) * 1024 -
-         (into ? 0.0 : static_cast<double>(ckpt->total_bytes()))) / (1 << 20);
-    std::printf("  %-5s load: %.2f GB/s (%.3f s) = %.2fx ceiling; RSS beyond "
-                "destinations %.1f MiB; threads %d\n",
-                label, r->report.gb_per_s(), r->report.seconds,
-                r->report.gb_per_s() / ceiling, over_mib, r->report.threads);
+         (into ? 0.0 : static_cast<double>(ckpt->total_bytes()))) /
+        (1 << 20);
+    std::printf(
+        "  %-5s load: %.2f GB/s (%.3f s) = %.2fx ceiling; RSS beyond "
+        "destinations %.1f MiB; threads %d\n",
+        label, r->report.gb_per_s(), r->report.seconds,
+        r->report.gb_per_s() / ceiling, over_mib, r->report.threads);
     std::printf("%s", r->report.ToString().c_str());
     return r->report.gb_per_s();
   };
@@ -202,7 +218,8 @@ int main(int argc, char** argv) {
       for (auto& f : files) (void)EvictFromPageCache(f);
       auto raw = RawDirectRead(files);
       if (!raw.ok()) return 1;
-      std::printf("cold ceiling: %.2f GB/s (%s)\n", raw->gb_per_s(), raw->method.c_str());
+      std::printf("cold ceiling: %.2f GB/s (%s)\n", raw->gb_per_s(),
+                  raw->method.c_str());
       for (auto& f : files) (void)EvictFromPageCache(f);
       load("cold", raw->gb_per_s());
     }
@@ -212,7 +229,8 @@ int main(int argc, char** argv) {
       (void)RawBufferedRead(files, ro);  // make resident
       auto raw = RawBufferedRead(files, ro);
       if (!raw.ok()) return 1;
-      std::printf("warm ceiling: %.2f GB/s (%s)\n", raw->gb_per_s(), raw->method.c_str());
+      std::printf("warm ceiling: %.2f GB/s (%s)\n", raw->gb_per_s(),
+                  raw->method.c_str());
       ro.target_bytes = 256u << 20;
       auto dram = RawBufferedRead(files, ro);
       if (!dram.ok()) return 1;

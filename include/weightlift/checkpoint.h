@@ -21,18 +21,18 @@ struct TensorInfo {
   std::string name;
   DType dtype;
   std::vector<uint64_t> shape;
-  uint32_t file = 0;      // index into Checkpoint::files()
-  uint64_t offset = 0;    // absolute byte offset in the file (8 + N + begin)
-  uint64_t size = 0;      // bytes (end - begin)
+  uint32_t file = 0;    // index into Checkpoint::files()
+  uint64_t offset = 0;  // absolute byte offset in the file (8 + N + begin)
+  uint64_t size = 0;    // bytes (end - begin)
   uint64_t num_elements() const;
 };
 
 struct FileInfo {
-  std::string path;          // as opened (symlinks not resolved in the name)
-  std::string resolved_path; // realpath(path): where the bytes really are
-  uint64_t size = 0;         // file size when the header was read
-  uint64_t header_size = 0;  // N
-  uint64_t data_offset = 0;  // 8 + N
+  std::string path;           // as opened (symlinks not resolved in the name)
+  std::string resolved_path;  // realpath(path): where the bytes really are
+  uint64_t size = 0;          // file size when the header was read
+  uint64_t header_size = 0;   // N
+  uint64_t data_offset = 0;   // 8 + N
   std::map<std::string, std::string> metadata;  // __metadata__
 };
 

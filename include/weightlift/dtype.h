@@ -9,8 +9,8 @@ namespace weightlift {
 
 enum class DType : uint8_t {
   kBool,
-  kF4,        // fp4 e2m1, two per byte
-  kF6_E2M3,   // fp6, four per three bytes
+  kF4,       // fp4 e2m1, two per byte
+  kF6_E2M3,  // fp6, four per three bytes
   kF6_E3M2,
   kU8,
   kI8,

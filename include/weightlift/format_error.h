@@ -10,31 +10,31 @@ namespace weightlift {
 enum class FormatError : uint16_t {
   kNone = 0,
   // File framing.
-  kFileTooSmall = 1,         // fewer than 8 bytes
-  kHeaderTooLarge = 2,       // N > 100,000,000
-  kHeaderPastEof = 3,        // 8 + N beyond the end of the file
-  kHeaderNotUtf8 = 4,        // header bytes are not valid UTF-8
-  kHeaderBadJson = 5,        // not parseable JSON (incl. NUL bytes, nesting)
-  kHeaderNotObject = 6,      // top level is not a JSON object
-  kDuplicateKey = 7,         // a key appears twice in an object
+  kFileTooSmall = 1,     // fewer than 8 bytes
+  kHeaderTooLarge = 2,   // N > 100,000,000
+  kHeaderPastEof = 3,    // 8 + N beyond the end of the file
+  kHeaderNotUtf8 = 4,    // header bytes are not valid UTF-8
+  kHeaderBadJson = 5,    // not parseable JSON (incl. NUL bytes, nesting)
+  kHeaderNotObject = 6,  // top level is not a JSON object
+  kDuplicateKey = 7,     // a key appears twice in an object
   // Per-tensor entries.
-  kEntryNotObject = 8,       // a tensor entry is not an object
-  kMissingField = 9,         // dtype, shape or data_offsets missing
-  kUnknownField = 10,        // a field the format does not define
-  kBadDtype = 11,            // dtype not a string or not a known dtype
-  kBadShape = 12,            // shape not an array of non-negative integers
-  kBadOffsets = 13,          // data_offsets not [begin, end], begin <= end
-  kRankTooLarge = 14,        // more dimensions than kMaxRank
-  kSizeOverflow = 15,        // element count x bits overflows 64 bits
-  kSubByteMisaligned = 16,   // sub-byte dtype not ending on a byte boundary
-  kSizeMismatch = 17,        // end - begin != shape x dtype size
-  kRangeGap = 18,            // sorted ranges leave a gap (or don't start at 0)
-  kRangeOverlap = 19,        // sorted ranges overlap
-  kTrailingBytes = 20,       // bytes after the last tensor
-  kDataPastEof = 21,         // last end + 8 + N beyond the end of the file
-  kBadMetadata = 22,         // __metadata__ not a string -> string object
-  kTooManyTensors = 23,      // more than kMaxTensors entries
-  kEmptyName = 24,           // a tensor name is the empty string
+  kEntryNotObject = 8,      // a tensor entry is not an object
+  kMissingField = 9,        // dtype, shape or data_offsets missing
+  kUnknownField = 10,       // a field the format does not define
+  kBadDtype = 11,           // dtype not a string or not a known dtype
+  kBadShape = 12,           // shape not an array of non-negative integers
+  kBadOffsets = 13,         // data_offsets not [begin, end], begin <= end
+  kRankTooLarge = 14,       // more dimensions than kMaxRank
+  kSizeOverflow = 15,       // element count x bits overflows 64 bits
+  kSubByteMisaligned = 16,  // sub-byte dtype not ending on a byte boundary
+  kSizeMismatch = 17,       // end - begin != shape x dtype size
+  kRangeGap = 18,           // sorted ranges leave a gap (or don't start at 0)
+  kRangeOverlap = 19,       // sorted ranges overlap
+  kTrailingBytes = 20,      // bytes after the last tensor
+  kDataPastEof = 21,        // last end + 8 + N beyond the end of the file
+  kBadMetadata = 22,        // __metadata__ not a string -> string object
+  kTooManyTensors = 23,     // more than kMaxTensors entries
+  kEmptyName = 24,          // a tensor name is the empty string
   // Sharded checkpoints (model.safetensors.index.json).
   kIndexBadJson = 30,        // the index is not valid JSON
   kIndexNoWeightMap = 31,    // no weight_map object

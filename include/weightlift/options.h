@@ -52,24 +52,24 @@ StatusOr<GdsMode> ParseGdsMode(std::string_view text);
 enum class HostRegisterMode { kAuto, kOn, kOff };
 
 struct LoadOptions {
-  Device device;                        // cpu
+  Device device;  // cpu
   Backend backend = Backend::kAuto;
   GdsMode gds = GdsMode::kAuto;
   HostRegisterMode host_register = HostRegisterMode::kAuto;
-  int threads = 0;                      // 0: min(hardware threads, 8)
-  size_t chunk_bytes = 8u << 20;        // bytes per read request (8 MiB)
-  size_t staging_bytes = 128u << 20;    // bounce / pinned staging, total
-  int queue_depth = 16;                 // io_uring reads in flight per thread
-  size_t direct_min_bytes = 1u << 20;   // tensors smaller than this are
-                                        // read through the bounce buffer
-  int copy_streams = 0;                 // CUDA streams; 0: one per thread
-  double resident_threshold = 0.9;      // auto: fraction of sampled pages in
-                                        // the page cache to call a file warm
+  int threads = 0;                     // 0: min(hardware threads, 8)
+  size_t chunk_bytes = 8u << 20;       // bytes per read request (8 MiB)
+  size_t staging_bytes = 128u << 20;   // bounce / pinned staging, total
+  int queue_depth = 16;                // io_uring reads in flight per thread
+  size_t direct_min_bytes = 1u << 20;  // tensors smaller than this are
+                                       // read through the bounce buffer
+  int copy_streams = 0;                // CUDA streams; 0: one per thread
+  double resident_threshold = 0.9;     // auto: fraction of sampled pages in
+                                       // the page cache to call a file warm
   // CUDA loads only (0 = the default tuned on the H200, see
   // src/cuda/cuda_loader.cc). The staging ring is staging_bytes split into
   // slots of cuda_chunk_bytes, an equal share per thread.
-  size_t cuda_chunk_bytes = 0;          // one read = one staging slot
-  size_t host_register_piece_bytes = 0; // host-register: bytes per register
+  size_t cuda_chunk_bytes = 0;           // one read = one staging slot
+  size_t host_register_piece_bytes = 0;  // host-register: bytes per register
 
   // InvalidArgument if a knob is out of range (names the knob and value).
   Status Validate() const;

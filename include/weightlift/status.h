@@ -115,10 +115,10 @@ class [[nodiscard]] StatusOr {
 #define WL_CONCAT_INNER(a, b) a##b
 #define WL_CONCAT(a, b) WL_CONCAT_INNER(a, b)
 
-#define WL_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::weightlift::Status wl_status_ = (expr);     \
-    if (!wl_status_.ok()) return wl_status_;      \
+#define WL_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    ::weightlift::Status wl_status_ = (expr); \
+    if (!wl_status_.ok()) return wl_status_;  \
   } while (0)
 
 #define WL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -66,10 +66,9 @@ nb::object& ErrorFactory() {
   if (!factory.is_valid() || factory.is_none()) {
     throw std::runtime_error(status.ToString());
   }
-  nb::object exc = factory(StatusCodeName(status.code()), rule,
-                           status.message());
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())),
-                  exc.ptr());
+  nb::object exc =
+      factory(StatusCodeName(status.code()), rule, status.message());
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw nb::python_error();
 }
 
@@ -106,9 +105,8 @@ nb::object ExportBytes(void* data, uint64_t size, const Device& device,
                        std::shared_ptr<void> owner, bool as_memoryview) {
   if (size == 0 || data == nullptr) return nb::none();
   auto* ref = new OwnerRef(std::move(owner));
-  nb::capsule cap(ref, [](void* p) noexcept {
-    delete static_cast<OwnerRef*>(p);
-  });
+  nb::capsule cap(ref,
+                  [](void* p) noexcept { delete static_cast<OwnerRef*>(p); });
   size_t shape[1] = {static_cast<size_t>(size)};
   if (as_memoryview && !device.is_cuda()) {
     nb::ndarray<nb::memview, uint8_t, nb::ndim<1>, nb::c_contig> view(
@@ -133,8 +131,8 @@ nb::tuple ShapeTuple(const std::vector<uint64_t>& shape) {
 
 nb::dict MetadataDict(const std::map<std::string, std::string>& m) {
   nb::dict d;
-  for (const auto& [k, v] : m) d[nb::str(k.c_str(), k.size())] =
-      nb::str(v.c_str(), v.size());
+  for (const auto& [k, v] : m)
+    d[nb::str(k.c_str(), k.size())] = nb::str(v.c_str(), v.size());
   return d;
 }
 
@@ -171,9 +169,12 @@ nb::dict ReportDict(const LoadReport& r) {
 
 const char* HostRegisterName(HostRegisterMode m) {
   switch (m) {
-    case HostRegisterMode::kAuto: return "auto";
-    case HostRegisterMode::kOn: return "on";
-    case HostRegisterMode::kOff: return "off";
+    case HostRegisterMode::kAuto:
+      return "auto";
+    case HostRegisterMode::kOn:
+      return "on";
+    case HostRegisterMode::kOff:
+      return "off";
   }
   return "auto";
 }
@@ -182,8 +183,10 @@ StatusOr<HostRegisterMode> ParseHostRegister(const std::string& s) {
   if (s == "auto") return HostRegisterMode::kAuto;
   if (s == "on") return HostRegisterMode::kOn;
   if (s == "off") return HostRegisterMode::kOff;
-  return Status::InvalidArgument("host_register: expected auto, on or off, "
-                                 "got '" + s + "'");
+  return Status::InvalidArgument(
+      "host_register: expected auto, on or off, "
+      "got '" +
+      s + "'");
 }
 
 nb::dict OptionsDict(const LoadOptions& o) {
@@ -255,8 +258,8 @@ PyCheckpoint OpenCheckpoint(const std::string& path) {
     nb::gil_scoped_release nogil;
     c = Checkpoint::Open(path);
   }
-  return PyCheckpoint{std::make_shared<const Checkpoint>(
-      ValueOrRaise(std::move(c)))};
+  return PyCheckpoint{
+      std::make_shared<const Checkpoint>(ValueOrRaise(std::move(c)))};
 }
 
 // ---- Job ------------------------------------------------------------------
@@ -280,8 +283,8 @@ class Job {
   // held until the thread has ended: for LoadInto it owns the destination
   // memory, which must outlive every write.
   Job(std::shared_ptr<Loader> loader, std::shared_ptr<const Checkpoint> ckpt,
-      std::vector<std::string> names, std::vector<Destination> dests,
-      bool into, nb::object keepalive)
+      std::vector<std::string> names, std::vector<Destination> dests, bool into,
+      nb::object keepalive)
       : loader_(std::move(loader)),
         ckpt_(std::move(ckpt)),
         state_(std::make_shared<JobState>()),
@@ -348,9 +351,8 @@ class Job {
   int64_t NextReady(double timeout_s) {
     nb::gil_scoped_release nogil;
     std::unique_lock<std::mutex> lock(state_->mu);
-    state_->cv.wait_for(lock, ToDuration(timeout_s), [&] {
-      return !state_->ready.empty() || state_->done;
-    });
+    state_->cv.wait_for(lock, ToDuration(timeout_s),
+                        [&] { return !state_->ready.empty() || state_->done; });
     if (!state_->ready.empty()) {
       size_t i = state_->ready.front();
       state_->ready.pop_front();
@@ -381,8 +383,8 @@ class Job {
     nb::list out;
     if (!state_->result) return out;
     for (LoadedTensor& t : state_->result->tensors) {
-      nb::object arr = ExportBytes(t.data, t.size, t.device, t.owner,
-                                     as_memoryview);
+      nb::object arr =
+          ExportBytes(t.data, t.size, t.device, t.owner, as_memoryview);
       out.append(nb::make_tuple(t.name, std::string(DTypeName(t.dtype)),
                                 ShapeTuple(t.shape), arr));
       t.owner.reset();
@@ -434,10 +436,10 @@ Job* StartLoad(PyLoader& self, const PyCheckpoint& ckpt,
 }
 
 // DESTS: [(name, address, size)]; KEEPALIVE owns that memory.
-Job* StartLoadInto(PyLoader& self, const PyCheckpoint& ckpt,
-                   const std::vector<std::tuple<std::string, uintptr_t,
-                                                uint64_t>>& dests,
-                   nb::object keepalive) {
+Job* StartLoadInto(
+    PyLoader& self, const PyCheckpoint& ckpt,
+    const std::vector<std::tuple<std::string, uintptr_t, uint64_t>>& dests,
+    nb::object keepalive) {
   std::vector<Destination> d;
   d.reserve(dests.size());
   for (const auto& [name, addr, size] : dests) {
@@ -457,8 +459,9 @@ NB_MODULE(_native, m) {
 
   m.def("_set_error_factory",
         [](nb::object f) { ErrorFactory() = std::move(f); });
-  m.def("_live_buffers", [] { return g_live_owners.load(); },
-        "Exported buffers still alive (for tests).");
+  m.def(
+      "_live_buffers", [] { return g_live_owners.load(); },
+      "Exported buffers still alive (for tests).");
   m.def("default_options", [] { return OptionsDict(LoadOptions{}); });
   m.def("dtype_bits", [](const std::string& name) -> int {
     std::optional<DType> d = ParseDType(name);
@@ -486,8 +489,7 @@ NB_MODULE(_native, m) {
            [](const PyCheckpoint& c) {
              nb::list l;
              for (const TensorInfo& t : c.ckpt->tensors()) {
-               l.append(nb::make_tuple(t.name,
-                                       std::string(DTypeName(t.dtype)),
+               l.append(nb::make_tuple(t.name, std::string(DTypeName(t.dtype)),
                                        ShapeTuple(t.shape), t.file, t.offset,
                                        t.size));
              }

@@ -33,9 +33,9 @@ StatusOr<double> MeasurePinnedCopyGBps(int device, uint64_t bytes) {
   std::memset(host.data(), 0x5a, bytes);  // fault in, not a zero page
   WL_ASSIGN_OR_RETURN(DeviceBuffer dev, DeviceBuffer::Allocate(device, bytes));
   cudaStream_t stream;
-  WL_RETURN_IF_ERROR(CudaStatus(
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-      "cudaStreamCreate"));
+  WL_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                 "cudaStreamCreate"));
   std::vector<double> runs;
   Status st;
   for (int run = 0; run < 6 && st.ok(); ++run) {

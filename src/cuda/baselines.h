@@ -18,8 +18,7 @@ bool CudaDeviceAvailable(int device, std::string* why);
 // The pinned host->device copy ceiling in GB/s (1e9 bytes/s): BYTES of
 // pinned memory copied to the device in 64 MiB cudaMemcpyAsync pieces on one
 // stream, median of 5 timed runs after a warm-up.
-StatusOr<double> MeasurePinnedCopyGBps(int device,
-                                       uint64_t bytes = 4ull << 30);
+StatusOr<double> MeasurePinnedCopyGBps(int device, uint64_t bytes = 4ull << 30);
 
 // What plain safetensors does for device="cuda": mmap each file, then one
 // synchronous cudaMemcpy per tensor from the pageable mapping into its own

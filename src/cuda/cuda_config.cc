@@ -29,15 +29,15 @@ StatusOr<CudaLoaderConfig> ResolveCudaConfig(const LoadOptions& options,
                                              unsigned hardware_threads) {
   CudaLoaderConfig c;
   unsigned hw = hardware_threads == 0 ? 8 : hardware_threads;
-  c.threads = options.threads > 0
-                  ? options.threads
-                  : static_cast<int>(std::min<unsigned>(hw, kMaxDefaultThreads));
-  size_t chunk = options.cuda_chunk_bytes ? options.cuda_chunk_bytes
-                                          : kDefaultChunkBytes;
+  c.threads =
+      options.threads > 0
+          ? options.threads
+          : static_cast<int>(std::min<unsigned>(hw, kMaxDefaultThreads));
+  size_t chunk =
+      options.cuda_chunk_bytes ? options.cuda_chunk_bytes : kDefaultChunkBytes;
   if (chunk < kMinChunkBytes) {
-    return Status::InvalidArgument(
-        "cuda_chunk_bytes " + std::to_string(chunk) +
-        " is below the minimum of 65536 bytes");
+    return Status::InvalidArgument("cuda_chunk_bytes " + std::to_string(chunk) +
+                                   " is below the minimum of 65536 bytes");
   }
   // Unvalidated options (CreateCudaLoader called directly) must not wrap the
   // page round-up to 0: that divides by zero below, or plans 4 KiB pieces.
@@ -63,11 +63,11 @@ StatusOr<CudaLoaderConfig> ResolveCudaConfig(const LoadOptions& options,
   }
   if (slots < 2ull * c.threads) {
     int t = static_cast<int>(slots / 2);
-    c.notes.push_back(
-        "staging_bytes holds only " + std::to_string(slots) + " slots of " +
-        std::to_string(c.slot_bytes) + " bytes: using " + std::to_string(t) +
-        " threads instead of " + std::to_string(c.threads) +
-        " (each needs 2 slots to overlap reads and copies)");
+    c.notes.push_back("staging_bytes holds only " + std::to_string(slots) +
+                      " slots of " + std::to_string(c.slot_bytes) +
+                      " bytes: using " + std::to_string(t) +
+                      " threads instead of " + std::to_string(c.threads) +
+                      " (each needs 2 slots to overlap reads and copies)");
     c.threads = t;
   }
   c.slots_per_thread = static_cast<int>(slots / c.threads);

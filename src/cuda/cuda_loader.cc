@@ -84,14 +84,13 @@ Status CudaLoader::Init() {
   device_ = options_.device.index;
   WL_RETURN_IF_ERROR(CheckCudaDevice(device_));
   WL_RETURN_IF_ERROR(UseDevice(device_));
-  WL_ASSIGN_OR_RETURN(config_, ResolveCudaConfig(
-                                   options_,
-                                   std::thread::hardware_concurrency()));
+  WL_ASSIGN_OR_RETURN(
+      config_,
+      ResolveCudaConfig(options_, std::thread::hardware_concurrency()));
 
   // Can this device copy straight from a registered read-only file mapping?
   host_register_ = QueryHostRegisterSupport(device_);
-  if (!host_register_.ok &&
-      options_.host_register == HostRegisterMode::kOn) {
+  if (!host_register_.ok && options_.host_register == HostRegisterMode::kOn) {
     return Status::Unsupported("host_register=on: " + host_register_.why);
   }
 
@@ -103,10 +102,9 @@ Status CudaLoader::Init() {
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
         "cudaStreamCreateWithFlags on cuda:" + std::to_string(device_)));
   }
-  WL_ASSIGN_OR_RETURN(
-      CudaEvents slot_events,
-      CudaEvents::Create(static_cast<size_t>(config_.threads) *
-                         config_.slots_per_thread));
+  WL_ASSIGN_OR_RETURN(CudaEvents slot_events,
+                      CudaEvents::Create(static_cast<size_t>(config_.threads) *
+                                         config_.slots_per_thread));
   WL_ASSIGN_OR_RETURN(CudaEvents piece_events,
                       CudaEvents::Create(2ull * config_.threads));
   staging_.emplace(std::move(ring), std::move(slot_events),
@@ -142,9 +140,9 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   std::vector<bool> needed = FilesNeeded(ckpt, job.tensors);
   WL_ASSIGN_OR_RETURN(std::vector<OpenedFile> opened,
                       OpenCheckpointFiles(ckpt, options_, needed, &notes));
-  WL_ASSIGN_OR_RETURN(std::vector<FileChoice> files,
-                      ChoosePaths(ckpt, options_, needed, opened,
-                                  host_register_, report));
+  WL_ASSIGN_OR_RETURN(
+      std::vector<FileChoice> files,
+      ChoosePaths(ckpt, options_, needed, opened, host_register_, report));
   report->open_seconds = SecondsSince(t_open);
 
   TransferPlans plans = PlanTransfers(job, files, config_, report);
@@ -205,8 +203,8 @@ StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
   result.tensors.reserve(idx.size());
   for (size_t r = 0; r < idx.size(); ++r) {
     const TensorInfo& t = all[idx[r]];
-    result.tensors.push_back(MakeLoadedTensor(
-        t, options_.device, base + layout.offsets[r], owner));
+    result.tensors.push_back(
+        MakeLoadedTensor(t, options_.device, base + layout.offsets[r], owner));
   }
   report.tensors = idx.size();
   report.seconds = SecondsSince(t0);
@@ -249,8 +247,9 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options) {
 StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
                                                    CudaLoaderHooks hooks) {
   if (!options.device.is_cuda()) {
-    return Status::InvalidArgument("CreateCudaLoader needs a cuda device, got " +
-                                   options.device.ToString());
+    return Status::InvalidArgument(
+        "CreateCudaLoader needs a cuda device, got " +
+        options.device.ToString());
   }
   return CudaLoader::Create(options, std::move(hooks));
 }

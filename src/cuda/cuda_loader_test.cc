@@ -1,12 +1,13 @@
 // CPU-side checks of the CUDA entry points that run on every machine: with no
 // GPU (or no CUDA in the build) asking for cuda:N is a clear error naming the
 // reason, never a crash. On a GPU machine the same calls succeed.
+#include "cuda/cuda_loader.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "cuda/baselines.h"
-#include "cuda/cuda_loader.h"
 #include "weightlift/loader.h"
 
 namespace weightlift {
@@ -33,8 +34,7 @@ TEST(CudaLoaderCreate, CudaDeviceIsClearErrorOrWorks) {
     // The reason is the runtime's own error name from cudaGetDeviceCount.
     EXPECT_NE(s.message().find("cudaGetDeviceCount"), std::string::npos)
         << s.ToString();
-    EXPECT_NE(s.message().find("cudaError"), std::string::npos)
-        << s.ToString();
+    EXPECT_NE(s.message().find("cudaError"), std::string::npos) << s.ToString();
   } else {
     EXPECT_NE(s.message().find("built without CUDA"), std::string::npos)
         << s.ToString();

@@ -22,8 +22,8 @@ Status CheckCudaDevice(int device) {
     if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) {
       return Status::Unsupported("cuda:" + std::to_string(device) +
                                  " requested but no usable CUDA device: "
-                                 "cudaGetDeviceCount failed with " + name +
-                                 " (" + text + ")");
+                                 "cudaGetDeviceCount failed with " +
+                                 name + " (" + text + ")");
     }
     return Status::CudaError("cuda:" + std::to_string(device) +
                              " requested but cudaGetDeviceCount failed with " +
@@ -35,9 +35,9 @@ Status CheckCudaDevice(int device) {
                                "device (cudaGetDeviceCount = 0)");
   }
   if (device < 0 || device >= count) {
-    return Status::InvalidArgument(
-        "cuda:" + std::to_string(device) + " does not exist: this machine has " +
-        std::to_string(count) + " CUDA device(s)");
+    return Status::InvalidArgument("cuda:" + std::to_string(device) +
+                                   " does not exist: this machine has " +
+                                   std::to_string(count) + " CUDA device(s)");
   }
   return Status::OK();
 }
@@ -102,8 +102,8 @@ StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, uint64_t bytes) {
     (void)cudaGetLastError();  // clear the non-sticky error
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    std::string msg = "cudaMalloc of " + FormatBytes(bytes) + " on cuda:" +
-                      std::to_string(device) + " failed with " +
+    std::string msg = "cudaMalloc of " + FormatBytes(bytes) +
+                      " on cuda:" + std::to_string(device) + " failed with " +
                       cudaGetErrorName(err) + "; free " + FormatBytes(free_b) +
                       " of " + FormatBytes(total_b);
     if (err == cudaErrorMemoryAllocation) {
@@ -148,10 +148,10 @@ StatusOr<CudaEvents> CudaEvents::Create(size_t n) {
   v.events_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     cudaEvent_t e = nullptr;
-    WL_RETURN_IF_ERROR(CudaStatus(
-        cudaEventCreateWithFlags(
-            &e, cudaEventDisableTiming | cudaEventBlockingSync),
-        "cudaEventCreateWithFlags"));
+    WL_RETURN_IF_ERROR(
+        CudaStatus(cudaEventCreateWithFlags(
+                       &e, cudaEventDisableTiming | cudaEventBlockingSync),
+                   "cudaEventCreateWithFlags"));
     v.events_.push_back(e);
   }
   return v;

@@ -28,7 +28,6 @@ Status CheckCudaDevice(int device);
 // cudaSetDevice(DEVICE) as a Status.
 Status UseDevice(int device);
 
-
 // "12.34 GiB (13245... bytes)"
 std::string FormatBytes(uint64_t bytes);
 

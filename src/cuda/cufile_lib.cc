@@ -29,13 +29,16 @@ StatusOr<CuFileLib*> CuFileLib::Get() {
   static CuFileLib* lib = nullptr;
   static Status* error = nullptr;
   std::call_once(once, [] {
-    auto fail = [](std::string why) { error = new Status(Status::Unsupported(why)); };
+    auto fail = [](std::string why) {
+      error = new Status(Status::Unsupported(why));
+    };
     void* dl = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!dl) dl = dlopen("libcufile.so", RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
       const char* e = dlerror();
-      fail(std::string("GDS unavailable: libcufile.so.0 could not be loaded (") +
-           (e ? e : "unknown dlerror") + ")");
+      fail(
+          std::string("GDS unavailable: libcufile.so.0 could not be loaded (") +
+          (e ? e : "unknown dlerror") + ")");
       return;
     }
     auto* l = new CuFileLib();
@@ -48,8 +51,9 @@ StatusOr<CuFileLib*> CuFileLib::Get() {
       LoadSym(dl, "cuFileDriverClose", &l->driver_close_);
     }
     if (!ok) {
-      fail("GDS unavailable: libcufile.so.0 lacks a required symbol "
-           "(cuFileDriverOpen/HandleRegister/HandleDeregister/Read)");
+      fail(
+          "GDS unavailable: libcufile.so.0 lacks a required symbol "
+          "(cuFileDriverOpen/HandleRegister/HandleDeregister/Read)");
       delete l;
       return;
     }
@@ -79,8 +83,10 @@ StatusOr<CuFileHandle> CuFileLib::RegisterFile(int fd,
   CuFileHandle h = nullptr;
   CuFileError e = handle_register_(&h, &d);
   if (e.err != 0) {
-    return Status::Unsupported(path + ": cuFileHandleRegister refused the "
-                               "file with " + CuFileErrorText(e));
+    return Status::Unsupported(path +
+                               ": cuFileHandleRegister refused the "
+                               "file with " +
+                               CuFileErrorText(e));
   }
   return h;
 }
@@ -99,8 +105,9 @@ Status CuFileLib::Read(CuFileHandle h, void* dev, size_t size,
                       static_cast<off_t>(done));
     if (n <= 0) {
       return Status::IoError(
-          path + ": cuFileRead at offset " + std::to_string(file_offset + done) +
-          " length " + std::to_string(want) + " returned " + std::to_string(n) +
+          path + ": cuFileRead at offset " +
+          std::to_string(file_offset + done) + " length " +
+          std::to_string(want) + " returned " + std::to_string(n) +
           (n < 0 ? " (negative: errno or cuFile error)" : " (end of file)"));
     }
     done += static_cast<size_t>(n);

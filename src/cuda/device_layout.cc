@@ -36,8 +36,8 @@ StatusOr<DeviceLayout> LayOutOnDevice(const Checkpoint& ckpt,
 StatusOr<std::shared_ptr<void>> AllocateLayout(int device,
                                                const DeviceLayout& layout) {
   size_t free_b = 0, total_b = 0;
-  WL_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_b, &total_b),
-                                "cudaMemGetInfo"));
+  WL_RETURN_IF_ERROR(
+      CudaStatus(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
   if (layout.total > free_b) {
     return Status::ResourceExhausted(
         "cuda:" + std::to_string(device) + ": loading " +

@@ -25,9 +25,11 @@ StatusOr<FileMapping> FileMapping::Map(const std::string& path,
     return Status::IoErrorFromErrno(path + ": fstat", e);
   }
   if (static_cast<uint64_t>(st.st_size) != expect_size) {
-    return Status::IoError(path + ": file size changed since the header was "
-                           "read: now " + std::to_string(st.st_size) +
-                           " bytes, expected " + std::to_string(expect_size));
+    return Status::IoError(path +
+                           ": file size changed since the header was "
+                           "read: now " +
+                           std::to_string(st.st_size) + " bytes, expected " +
+                           std::to_string(expect_size));
   }
   if (expect_size > 0) {
     void* p = mmap(nullptr, expect_size, PROT_READ, MAP_SHARED, fd.get(), 0);

@@ -73,15 +73,15 @@ Status RunGds(Job& job, std::span<const GdsFile* const> files,
       size_t i = next.fetch_add(1);
       if (i >= units.size()) break;
       const Unit& u = units[i];
-      Status s = lib->Read(files[u.file]->handle(),
-                           reinterpret_cast<void*>(u.dst), u.length, u.offset,
-                           job.ckpt->files()[u.file].path);
+      Status s =
+          lib->Read(files[u.file]->handle(), reinterpret_cast<void*>(u.dst),
+                    u.length, u.offset, job.ckpt->files()[u.file].path);
       if (!s.ok()) return job.Fail(s);
       job.Delivered(u.r, u.length);  // cuFileRead is synchronous
     }
   };
-  pool.Run(worker, static_cast<int>(std::min<size_t>(pool.size(),
-                                                      units.size())));
+  pool.Run(worker,
+           static_cast<int>(std::min<size_t>(pool.size(), units.size())));
   return Status::OK();
 }
 

@@ -114,7 +114,7 @@ void HostRegisterPipeline::Run(Job& job, const Plan& plan,
                             cudaMemcpyHostToDevice, stream);
         if (e != cudaSuccess) {
           job.Fail(CudaStatus(e, fi.path + ": cudaMemcpyAsync from the "
-                                 "registered mapping"));
+                                           "registered mapping"));
           h.enqueued = false;
           break;
         }

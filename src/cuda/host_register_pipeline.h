@@ -38,8 +38,7 @@ class HostRegisterPipeline {
   // returns. Errors go to job.Fail.
   void Run(Job& job, const Plan& plan,
            std::span<const FileMapping* const> mappings,
-           std::span<const cudaStream_t> streams, int device,
-           ThreadPool& pool);
+           std::span<const cudaStream_t> streams, int device, ThreadPool& pool);
 
  private:
   CudaEvents events_;

@@ -29,8 +29,8 @@ struct Job {
   Job& operator=(const Job&) = delete;
 
   const Checkpoint* ckpt = nullptr;
-  std::vector<uint32_t> tensors;    // request index -> ckpt tensor index
-  std::vector<uintptr_t> dst;       // request index -> device address
+  std::vector<uint32_t> tensors;  // request index -> ckpt tensor index
+  std::vector<uintptr_t> dst;     // request index -> device address
   const LoadCallbacks* callbacks = nullptr;
   std::unique_ptr<std::atomic<uint32_t>[]> remaining;  // pieces outstanding
   std::atomic<bool> failed{false};

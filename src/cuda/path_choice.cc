@@ -1,7 +1,5 @@
 #include "cuda/path_choice.h"
 
-#include "util/percent.h"
-
 #include <sys/vfs.h>
 
 #include <string>
@@ -9,6 +7,7 @@
 
 #include "cuda/cufile_lib.h"
 #include "io/page_cache.h"
+#include "util/percent.h"
 
 namespace weightlift::internal {
 namespace {
@@ -48,17 +47,16 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     fp.file = opened[i].file.get();
     FileReport fr = opened[i].report;
     if (fr.path.empty()) fr.path = fi.path;
-    bool ramfs = IsRamFs(fi.resolved_path.empty() ? fi.path
-                                                  : fi.resolved_path);
+    bool ramfs = IsRamFs(fi.resolved_path.empty() ? fi.path : fi.resolved_path);
     double frac = opened[i].resident_fraction;
     if (frac < 0 && !ramfs) {  // backend named explicitly: not sampled yet
       if (auto r = SampleResidency(fi.path); r.ok()) frac = r->fraction;
     }
     bool resident = ramfs || frac >= options.resident_threshold;
     std::string residency =
-        ramfs ? "file on tmpfs/ramfs (always resident)"
-              : frac < 0 ? "residency not sampled"
-                         : "pages " + Percent(frac) + " resident (sampled)";
+        ramfs      ? "file on tmpfs/ramfs (always resident)"
+        : frac < 0 ? "residency not sampled"
+                   : "pages " + Percent(frac) + " resident (sampled)";
 
     // GDS first: only where the driver has a real direct path.
     std::string gds_why;
@@ -66,8 +64,9 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     if (options.gds == GdsMode::kOff) {
       gds_why = "gds=off";
     } else if (!nvfs) {
-      gds_why = "GDS unavailable: nvidia-fs not loaded (/proc/driver/nvidia-fs "
-                "absent), so cuFile has no direct path";
+      gds_why =
+          "GDS unavailable: nvidia-fs not loaded (/proc/driver/nvidia-fs "
+          "absent), so cuFile has no direct path";
       if (options.gds == GdsMode::kOn) {
         return Status::Unsupported("gds=on but GDS cannot serve " + fi.path +
                                    ": nvidia-fs kernel module not loaded "
@@ -118,8 +117,8 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
         fr.reason = residency + "; " + hr_why + "; " + gds_why;
       } else {
         fp.path = TransferPath::kStaging;
-        fr.path_taken = "pinned-staging+" +
-                        std::string(fp.file->backend_name());
+        fr.path_taken =
+            "pinned-staging+" + std::string(fp.file->backend_name());
         std::string io_why = opened[i].report.reason.empty()
                                  ? residency
                                  : opened[i].report.reason;

@@ -29,9 +29,9 @@ enum class TransferPath { kStaging, kHostRegister, kGds };
 struct FileChoice {
   bool needed = false;
   TransferPath path = TransferPath::kStaging;
-  File* file = nullptr;  // staging reads (owned by the OpenedFile)
-  FileMapping mapping;   // host-register
-  GdsFile gds;           // gds
+  File* file = nullptr;   // staging reads (owned by the OpenedFile)
+  FileMapping mapping;    // host-register
+  GdsFile gds;            // gds
   int report_index = -1;  // into LoadReport::files; -1 when not needed
 };
 

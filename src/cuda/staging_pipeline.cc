@@ -15,8 +15,7 @@ void StagingPipeline::Run(Job& job, const Plan& plan,
                           ThreadPool& pool) {
   if (plan.chunks.empty()) return;
   std::atomic<size_t> next{0};
-  int n = static_cast<int>(
-      std::min<size_t>(pool.size(), plan.chunks.size()));
+  int n = static_cast<int>(std::min<size_t>(pool.size(), plan.chunks.size()));
   pool.Run(
       [&](int w) {
         Worker(w, job, plan, files, streams[w % streams.size()], device, next);
@@ -77,15 +76,14 @@ void StagingPipeline::Worker(int w, Job& job, const Plan& plan,
     if (job.failed.load(std::memory_order_relaxed)) break;
     bool ok = true;
     for (const Scatter& sc : c.scatters) {
-      cudaError_t e = cudaMemcpyAsync(
-          reinterpret_cast<void*>(sc.dst), s.buf + sc.chunk_offset, sc.length,
-          cudaMemcpyHostToDevice, stream);
+      cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
+                                      s.buf + sc.chunk_offset, sc.length,
+                                      cudaMemcpyHostToDevice, stream);
       if (e != cudaSuccess) {
         const TensorInfo& t = job.ckpt->tensors()[job.tensors[sc.tensor]];
-        job.Fail(CudaStatus(e, "cudaMemcpyAsync of " +
-                                   std::to_string(sc.length) +
-                                   " bytes of tensor '" + t.name + "' from " +
-                                   f->path()));
+        job.Fail(CudaStatus(
+            e, "cudaMemcpyAsync of " + std::to_string(sc.length) +
+                   " bytes of tensor '" + t.name + "' from " + f->path()));
         ok = false;
         break;
       }

@@ -38,8 +38,7 @@ class StagingPipeline {
   // min(pool.size(), chunks) workers; worker w copies on
   // STREAMS[w % STREAMS.size()]. Errors go to job.Fail.
   void Run(Job& job, const Plan& plan, std::span<File* const> files,
-           std::span<const cudaStream_t> streams, int device,
-           ThreadPool& pool);
+           std::span<const cudaStream_t> streams, int device, ThreadPool& pool);
 
  private:
   void Worker(int w, Job& job, const Plan& plan, std::span<File* const> files,

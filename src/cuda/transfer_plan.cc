@@ -21,8 +21,12 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
     report->files[files[t.file].report_index].bytes += t.size;
     Segment seg{t.file, t.offset, t.size, job.dst[r], r};
     switch (files[t.file].path) {
-      case TransferPath::kStaging: staging_segs.push_back(seg); break;
-      case TransferPath::kHostRegister: hr_segs.push_back(seg); break;
+      case TransferPath::kStaging:
+        staging_segs.push_back(seg);
+        break;
+      case TransferPath::kHostRegister:
+        hr_segs.push_back(seg);
+        break;
       case TransferPath::kGds:
         gds_pieces[r] = GdsPieces(t.size, config.slot_bytes);
         break;
@@ -46,7 +50,9 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
       case TransferPath::kHostRegister:
         p.host_register_files[i] = &files[i].mapping;
         break;
-      case TransferPath::kGds: p.gds_files[i] = &files[i].gds; break;
+      case TransferPath::kGds:
+        p.gds_files[i] = &files[i].gds;
+        break;
     }
   }
   PlanOptions spo;

@@ -27,7 +27,6 @@ struct TransferPlans {
 // Sets job.remaining for every tensor, and REPORT's per-file bytes and
 // bytes_read.
 TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
-                            const CudaLoaderConfig& config,
-                            LoadReport* report);
+                            const CudaLoaderConfig& config, LoadReport* report);
 
 }  // namespace weightlift::internal

@@ -75,10 +75,9 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
                    ThreadPool& pool, BouncePool& bounce,
                    const ExecCallbacks& cb, ExecStats* stats) {
   if (plan.max_bounce_bytes > bounce.slot_bytes()) {
-    return Status::Internal("plan needs bounce chunks of " +
-                            std::to_string(plan.max_bounce_bytes) +
-                            " bytes but staging slots have " +
-                            std::to_string(bounce.slot_bytes()));
+    return Status::Internal(
+        "plan needs bounce chunks of " + std::to_string(plan.max_bounce_bytes) +
+        " bytes but staging slots have " + std::to_string(bounce.slot_bytes()));
   }
   for (const ReadChunk& c : plan.chunks) {
     if (c.file >= files.size() || files[c.file] == nullptr) {

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "exec/thread_pool.h"
 #include "io/file.h"
 #include "plan/plan.h"
-#include "exec/thread_pool.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {

@@ -20,8 +20,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "exec/executor.h"
@@ -33,7 +33,6 @@
 
 namespace weightlift::internal {
 namespace {
-
 
 constexpr uint64_t kTensorAlign = 64;
 constexpr uint64_t kPageAlign = 4096;
@@ -58,10 +57,9 @@ StatusOr<std::shared_ptr<void>> AllocateHost(uint64_t bytes, bool huge) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    return Status::ResourceExhausted("cannot allocate " +
-                                     std::to_string(bytes) +
-                                     " bytes of host memory for tensors: " +
-                                     std::strerror(errno));
+    return Status::ResourceExhausted(
+        "cannot allocate " + std::to_string(bytes) +
+        " bytes of host memory for tensors: " + std::strerror(errno));
   }
   // Huge pages: 512x fewer page faults while the reads fill the buffer.
   if (huge && bytes >= (uint64_t{2} << 20)) {
@@ -139,8 +137,7 @@ class HostLoader final : public Loader {
                             std::span<const std::string> names,
                             const LoadCallbacks& callbacks) override;
   Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
-                  LoadReport* report,
-                  const LoadCallbacks& callbacks) override;
+                  LoadReport* report, const LoadCallbacks& callbacks) override;
   const LoadOptions& options() const override { return options_; }
 
  private:
@@ -149,9 +146,8 @@ class HostLoader final : public Loader {
   // them in ahead of the readers (see Populator).
   Status Run(const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
              const std::vector<OpenedFile>& opened,
-             const std::vector<uintptr_t>& dsts,
-             const LoadCallbacks& callbacks, bool populate,
-             LoadReport* report);
+             const std::vector<uintptr_t>& dsts, const LoadCallbacks& callbacks,
+             bool populate, LoadReport* report);
   Status Open(const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
               std::vector<OpenedFile>* opened, LoadReport* report);
 
@@ -274,8 +270,7 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
   LoadResult result;
   LoadReport& report = result.report;
   report.device = Device::Cpu();
-  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors,
-                      ResolveNames(ckpt, names));
+  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors, ResolveNames(ckpt, names));
   std::vector<OpenedFile> opened;
   WL_RETURN_IF_ERROR(Open(ckpt, tensors, &opened, &report));
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <set>
 
-#include "format/writer.h"
 #include "exec/thread_pool.h"
+#include "format/writer.h"
 #include "io/fault_file.h"
 #include "io/page_cache.h"
 #include "io/testing/temp_dir.h"
@@ -48,7 +48,7 @@ Written MakeTensors(uint64_t seed) {
     const DType dt = static_cast<DType>(d);
     const int bits = DTypeBits(dt);
     // F4 needs an even count, F6 a multiple of 4; byte types get odd counts.
-    const uint64_t n = bits == 4 ? 2 * (rng() % 500 + 1)
+    const uint64_t n = bits == 4   ? 2 * (rng() % 500 + 1)
                        : bits == 6 ? 4 * (rng() % 300 + 1)
                                    : rng() % 3000 + 1;
     add("t." + std::string(DTypeName(dt)), dt, {n});
@@ -101,7 +101,7 @@ class HostLoaderTest : public ::testing::Test {
   LoadOptions Options(Backend b) {
     LoadOptions o;
     o.backend = b;
-    o.chunk_bytes = 256 << 10;      // many chunks even for small files
+    o.chunk_bytes = 256 << 10;  // many chunks even for small files
     o.staging_bytes = 1 << 20;
     o.direct_min_bytes = 64 << 10;
     o.threads = 3;
@@ -115,9 +115,8 @@ class HostLoaderTest : public ::testing::Test {
   std::vector<std::byte> file_bytes_;
 };
 
-class HostLoaderBackendTest
-    : public HostLoaderTest,
-      public ::testing::WithParamInterface<Backend> {};
+class HostLoaderBackendTest : public HostLoaderTest,
+                              public ::testing::WithParamInterface<Backend> {};
 
 TEST_P(HostLoaderBackendTest, LoadAllBitExact) {
   auto loader = CreateHostLoader(Options(GetParam()));
@@ -294,8 +293,8 @@ TEST_F(HostLoaderTest, OnReadyOncePerTensorAndProgress) {
 TEST_F(HostLoaderTest, InjectedErrorMidLoadReturnsErrorAndNoResult) {
   for (Backend b : {Backend::kPread, Backend::kDirect}) {
     const uint64_t bad = ckpt_->Find("big.b")->offset + 1000000;
-    auto loader = CreateHostLoader(
-        Options(b), [&](std::unique_ptr<File> f, uint32_t) {
+    auto loader =
+        CreateHostLoader(Options(b), [&](std::unique_ptr<File> f, uint32_t) {
           FileFaults ff;
           ff.eio_offset = bad;
           return std::make_unique<FaultInjectingFile>(std::move(f), ff);

@@ -1,25 +1,28 @@
 #include "exec/open_files.h"
 
-#include "util/percent.h"
-
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cmath>
 
 #include "io/page_cache.h"
+#include "util/percent.h"
 
 namespace weightlift::internal {
 namespace {
 
-
 IoBackend ToIoBackend(Backend b) {
   switch (b) {
-    case Backend::kPread: return IoBackend::kPread;
-    case Backend::kDirect: return IoBackend::kDirect;
-    case Backend::kUring: return IoBackend::kUring;
-    case Backend::kMmap: return IoBackend::kMmap;
-    case Backend::kAuto: break;
+    case Backend::kPread:
+      return IoBackend::kPread;
+    case Backend::kDirect:
+      return IoBackend::kDirect;
+    case Backend::kUring:
+      return IoBackend::kUring;
+    case Backend::kMmap:
+      return IoBackend::kMmap;
+    case Backend::kAuto:
+      break;
   }
   return IoBackend::kPread;
 }
@@ -48,8 +51,8 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
   if (uring.ok()) {
     out.file = std::move(*uring);
     out.report.path_taken = "uring";
-    out.report.reason = why + ": O_DIRECT io_uring QD" +
-                        std::to_string(options.queue_depth);
+    out.report.reason =
+        why + ": O_DIRECT io_uring QD" + std::to_string(options.queue_depth);
     return out;
   }
   const std::string uring_why = uring.status().message();
@@ -58,8 +61,9 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
     out.file = std::move(*direct);
     out.report.path_taken = "direct";
     out.report.reason = why + ": O_DIRECT pread (io_uring unavailable)";
-    if (notes) notes->push_back(name + ": io_uring unavailable (" + uring_why +
-                                "); used O_DIRECT pread");
+    if (notes)
+      notes->push_back(name + ": io_uring unavailable (" + uring_why +
+                       "); used O_DIRECT pread");
     return out;
   }
   if (direct.status().code() != StatusCode::kUnsupported) {
@@ -68,9 +72,9 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
   WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
   out.report.path_taken = "pread";
   out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
-  if (notes) notes->push_back(name + ": O_DIRECT unavailable (" +
-                              direct.status().message() +
-                              "); used buffered pread");
+  if (notes)
+    notes->push_back(name + ": O_DIRECT unavailable (" +
+                     direct.status().message() + "); used buffered pread");
   return out;
 }
 

@@ -15,8 +15,8 @@
 namespace weightlift::internal {
 
 struct OpenedFile {
-  std::unique_ptr<File> file;  // null for files the load does not touch
-  FileReport report;           // path_taken and reason filled in
+  std::unique_ptr<File> file;     // null for files the load does not touch
+  FileReport report;              // path_taken and reason filled in
   double resident_fraction = -1;  // sampled page-cache residency, -1 unknown
 };
 

@@ -1,8 +1,8 @@
 // LoadOptions, Device, Backend and GdsMode: parsing, names, validation.
+#include "weightlift/options.h"
+
 #include <charconv>
 #include <string>
-
-#include "weightlift/options.h"
 
 namespace weightlift {
 
@@ -30,11 +30,16 @@ std::string Device::ToString() const {
 
 std::string_view BackendName(Backend b) {
   switch (b) {
-    case Backend::kAuto: return "auto";
-    case Backend::kPread: return "pread";
-    case Backend::kDirect: return "direct";
-    case Backend::kUring: return "uring";
-    case Backend::kMmap: return "mmap";
+    case Backend::kAuto:
+      return "auto";
+    case Backend::kPread:
+      return "pread";
+    case Backend::kDirect:
+      return "direct";
+    case Backend::kUring:
+      return "uring";
+    case Backend::kMmap:
+      return "mmap";
   }
   return "unknown";
 }
@@ -52,9 +57,12 @@ StatusOr<Backend> ParseBackend(std::string_view text) {
 
 std::string_view GdsModeName(GdsMode m) {
   switch (m) {
-    case GdsMode::kAuto: return "auto";
-    case GdsMode::kOn: return "on";
-    case GdsMode::kOff: return "off";
+    case GdsMode::kAuto:
+      return "auto";
+    case GdsMode::kOn:
+      return "on";
+    case GdsMode::kOff:
+      return "off";
   }
   return "unknown";
 }
@@ -69,10 +77,9 @@ StatusOr<GdsMode> ParseGdsMode(std::string_view text) {
 
 namespace {
 
-Status Bad(const char* knob, const std::string& value,
-           const std::string& why) {
-  return Status::InvalidArgument(std::string("option ") + knob + " = " +
-                                 value + ": " + why);
+Status Bad(const char* knob, const std::string& value, const std::string& why) {
+  return Status::InvalidArgument(std::string("option ") + knob + " = " + value +
+                                 ": " + why);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
+#include "weightlift/options.h"
+
 #include <gtest/gtest.h>
 
 #include "weightlift/loader.h"
-#include "weightlift/options.h"
 #include "weightlift/report.h"
 
 namespace weightlift {
@@ -55,7 +56,8 @@ TEST(LoadReportTest, StringAndJson) {
   r.tensors = 2;
   r.bytes = 3000000000;
   r.seconds = 1.5;
-  r.files.push_back({"a \"quoted\".safetensors", "uring", "pages 3% resident", 7});
+  r.files.push_back(
+      {"a \"quoted\".safetensors", "uring", "pages 3% resident", 7});
   r.notes.push_back("fell back");
   EXPECT_DOUBLE_EQ(r.gb_per_s(), 2.0);
   const std::string s = r.ToString();

@@ -1,9 +1,10 @@
 // LoadReport rendering and LoadResult::Find.
+#include "weightlift/report.h"
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "weightlift/loader.h"
-#include "weightlift/report.h"
 
 namespace weightlift {
 namespace {
@@ -37,8 +38,8 @@ std::string LoadReport::ToString() const {
   if (device_bytes > 0) s += ", device memory " + Bytes(device_bytes);
   s += "\n";
   s += "  phases: open " + Fixed(open_seconds, 3) + " s, alloc " +
-       Fixed(alloc_seconds, 3) + " s, transfer " +
-       Fixed(transfer_seconds, 3) + " s\n";
+       Fixed(alloc_seconds, 3) + " s, transfer " + Fixed(transfer_seconds, 3) +
+       " s\n";
   for (const FileReport& f : files) {
     s += "  " + f.path + ": " + f.path_taken + " (" + f.reason + "), " +
          Bytes(f.bytes) + "\n";

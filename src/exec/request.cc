@@ -18,8 +18,7 @@ StatusOr<std::vector<uint32_t>> ResolveNames(
   for (const std::string& name : names) {
     const int64_t i = ckpt.IndexOf(name);
     if (i < 0) {
-      return Status::NotFound("tensor '" + name +
-                              "' is not in the checkpoint");
+      return Status::NotFound("tensor '" + name + "' is not in the checkpoint");
     }
     if (!seen.insert(name).second) {
       return Status::InvalidArgument("tensor '" + name +
@@ -47,10 +46,10 @@ StatusOr<std::vector<uint32_t>> ResolveDestinations(
     }
     const TensorInfo& t = ckpt.tensors()[static_cast<size_t>(i)];
     if (d.size != t.size) {
-      return Status::InvalidArgument(
-          "destination for tensor '" + d.name + "' has " +
-          std::to_string(d.size) + " bytes but the tensor has " +
-          std::to_string(t.size));
+      return Status::InvalidArgument("destination for tensor '" + d.name +
+                                     "' has " + std::to_string(d.size) +
+                                     " bytes but the tensor has " +
+                                     std::to_string(t.size));
     }
     if (d.data == nullptr && d.size != 0) {
       return Status::InvalidArgument("destination for tensor '" + d.name +
@@ -62,8 +61,8 @@ StatusOr<std::vector<uint32_t>> ResolveDestinations(
   return out;
 }
 
-LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device,
-                              void* data, std::shared_ptr<void> owner) {
+LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device, void* data,
+                              std::shared_ptr<void> owner) {
   LoadedTensor lt;
   lt.name = info.name;
   lt.dtype = info.dtype;

@@ -15,8 +15,8 @@ namespace weightlift::internal {
 // Indices into ckpt.tensors(), in request order. Empty NAMES means every
 // tensor. NotFound for a name the checkpoint lacks, InvalidArgument for a
 // name asked twice.
-StatusOr<std::vector<uint32_t>> ResolveNames(const Checkpoint& ckpt,
-                                             std::span<const std::string> names);
+StatusOr<std::vector<uint32_t>> ResolveNames(
+    const Checkpoint& ckpt, std::span<const std::string> names);
 
 // Same for destinations; also InvalidArgument when a destination's size
 // differs from the tensor's byte size or its pointer is null (with a
@@ -25,8 +25,8 @@ StatusOr<std::vector<uint32_t>> ResolveDestinations(
     const Checkpoint& ckpt, std::span<const Destination> dests);
 
 // The LoadedTensor for INFO at DATA on DEVICE, kept alive by OWNER.
-LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device,
-                              void* data, std::shared_ptr<void> owner);
+LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device, void* data,
+                              std::shared_ptr<void> owner);
 
 // Which files the tensors touch (size ckpt.files().size()).
 std::vector<bool> FilesNeeded(const Checkpoint& ckpt,

@@ -7,7 +7,8 @@ namespace weightlift::internal {
 ThreadPool::ThreadPool(int threads) {
   threads = std::max(1, threads);
   workers_.reserve(threads);
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { Loop(i); });
+  for (int i = 0; i < threads; ++i)
+    workers_.emplace_back([this, i] { Loop(i); });
 }
 
 ThreadPool::~ThreadPool() {

@@ -33,8 +33,8 @@ class ThreadPool {
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
   const std::function<void(int)>* job_ = nullptr;
-  int active_ = 0;        // workers taking part in the current job
-  int running_ = 0;       // of those, still running
+  int active_ = 0;   // workers taking part in the current job
+  int running_ = 0;  // of those, still running
   uint64_t generation_ = 0;
   bool stop_ = false;
 };

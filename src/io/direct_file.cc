@@ -24,8 +24,7 @@ class DirectFile final : public File {
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override {
     WL_RETURN_IF_ERROR(CheckReadArgs(path_, size_, alignment_, offset, dst));
-    return PreadFully(fd_.get(), path_, alignment_, offset, dst,
-                      faults_.get());
+    return PreadFully(fd_.get(), path_, alignment_, offset, dst, faults_.get());
   }
   uint64_t size() const override { return size_; }
   const std::string& path() const override { return path_; }

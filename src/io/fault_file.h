@@ -10,12 +10,13 @@
 //    offset, truncation, the Nth read), for executor and loader tests.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <sys/types.h>
 
 #include "io/file.h"
 

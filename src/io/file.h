@@ -46,7 +46,7 @@ std::string_view IoBackendName(IoBackend b);
 class FaultInjector;  // io/fault_file.h
 
 struct IoOptions {
-  int queue_depth = 16;            // io_uring: reads in flight per ReadAt
+  int queue_depth = 16;  // io_uring: reads in flight per ReadAt
   size_t uring_piece_bytes = 512u << 10;  // io_uring: split reads this size
   // Tests only: injects short reads, EINTR and EIO below the backends' retry
   // loops (pread, direct and uring; ignored by mmap).

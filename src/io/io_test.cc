@@ -3,10 +3,9 @@
 // Unaligned ranges on O_DIRECT backends go through the planner and the host
 // executor, the path a load takes.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
@@ -33,11 +32,16 @@ enum class Kind { kPread, kDirect, kUring, kMmap, kMemory };
 
 std::string KindName(Kind k) {
   switch (k) {
-    case Kind::kPread: return "pread";
-    case Kind::kDirect: return "direct";
-    case Kind::kUring: return "uring";
-    case Kind::kMmap: return "mmap";
-    case Kind::kMemory: return "memory";
+    case Kind::kPread:
+      return "pread";
+    case Kind::kDirect:
+      return "direct";
+    case Kind::kUring:
+      return "uring";
+    case Kind::kMmap:
+      return "mmap";
+    case Kind::kMemory:
+      return "memory";
   }
   return "?";
 }
@@ -68,10 +72,18 @@ class BackendTest : public ::testing::TestWithParam<Kind> {
                              const IoOptions& io = {}) {
     StatusOr<std::unique_ptr<File>> f = Status::Internal("unset");
     switch (GetParam()) {
-      case Kind::kPread: f = OpenFile(path, IoBackend::kPread, io); break;
-      case Kind::kDirect: f = OpenFile(path, IoBackend::kDirect, io); break;
-      case Kind::kUring: f = OpenFile(path, IoBackend::kUring, io); break;
-      case Kind::kMmap: f = OpenFile(path, IoBackend::kMmap, io); break;
+      case Kind::kPread:
+        f = OpenFile(path, IoBackend::kPread, io);
+        break;
+      case Kind::kDirect:
+        f = OpenFile(path, IoBackend::kDirect, io);
+        break;
+      case Kind::kUring:
+        f = OpenFile(path, IoBackend::kUring, io);
+        break;
+      case Kind::kMmap:
+        f = OpenFile(path, IoBackend::kMmap, io);
+        break;
       case Kind::kMemory:
         return std::make_unique<MemoryFile>(path, testing::ReadFileOrDie(path));
     }
@@ -108,11 +120,11 @@ class BackendTest : public ::testing::TestWithParam<Kind> {
   std::string skipped_;
 };
 
-#define OPEN_OR_SKIP(var, ...)                          \
-  auto var = Open(__VA_ARGS__);                         \
-  if (!var) {                                           \
-    if (!skipped_.empty()) GTEST_SKIP() << skipped_;    \
-    return;                                             \
+#define OPEN_OR_SKIP(var, ...)                       \
+  auto var = Open(__VA_ARGS__);                      \
+  if (!var) {                                        \
+    if (!skipped_.empty()) GTEST_SKIP() << skipped_; \
+    return;                                          \
   }
 
 TEST_P(BackendTest, ReportsSizePathAndName) {
@@ -142,8 +154,9 @@ TEST_P(BackendTest, RandomAlignedRangesReadExactBytes) {
     Buffer buf(size + a);
     for (int i = 0; i < 60; ++i) {
       uint64_t off = rng() % size / a * a;
-      uint64_t len = rng() % 2 == 0 ? rng() % (size - off + 1)
-                                     : rng() % std::min<uint64_t>(size - off + 1, 70000);
+      uint64_t len = rng() % 2 == 0
+                         ? rng() % (size - off + 1)
+                         : rng() % std::min<uint64_t>(size - off + 1, 70000);
       // Aligned length unless the range ends at the end of the file.
       if (len % a != 0 && off + len != size) len = len / a * a;
       if (i == 0) {  // the tail block, ending exactly at EOF
@@ -179,7 +192,8 @@ TEST_P(BackendTest, UnalignedRangesThroughExecutor) {
     ASSERT_EQ(std::memcmp(dst, bytes.data() + off, len), 0)
         << "off " << off << " len " << len << " phase " << phase;
     // Nothing written outside the destination.
-    for (uint64_t j = 0; j < phase; ++j) ASSERT_EQ(buf.data()[j], std::byte{0xAB});
+    for (uint64_t j = 0; j < phase; ++j)
+      ASSERT_EQ(buf.data()[j], std::byte{0xAB});
     for (uint64_t j = 0; j < 64 && phase + len + j < size + 4096; ++j) {
       ASSERT_EQ(dst[len + j], std::byte{0xAB}) << "stray write after the end";
     }
@@ -227,7 +241,8 @@ TEST_P(BackendTest, RangeOverTwoGiB) {
     int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::pwrite(fd, head.data(), head.size(), 0), (ssize_t)head.size());
-    ASSERT_EQ(::pwrite(fd, mid.data(), mid.size(), mid_at), (ssize_t)mid.size());
+    ASSERT_EQ(::pwrite(fd, mid.data(), mid.size(), mid_at),
+              (ssize_t)mid.size());
     ASSERT_EQ(::pwrite(fd, tail.data(), tail.size(), size - tail.size()),
               (ssize_t)tail.size());
     ::close(fd);
@@ -240,9 +255,9 @@ TEST_P(BackendTest, RangeOverTwoGiB) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(std::memcmp(buf.data(), head.data(), head.size()), 0);
   EXPECT_EQ(std::memcmp(buf.data() + mid_at, mid.data(), mid.size()), 0);
-  EXPECT_EQ(std::memcmp(buf.data() + size - tail.size(), tail.data(),
-                        tail.size()),
-            0);
+  EXPECT_EQ(
+      std::memcmp(buf.data() + size - tail.size(), tail.data(), tail.size()),
+      0);
   EXPECT_EQ(buf.data()[head.size() + 12345], std::byte{0});  // a hole
 }
 

@@ -21,18 +21,17 @@ Status CheckReadArgs(const std::string& path, uint64_t size, size_t alignment,
                      uint64_t offset, std::span<const std::byte> dst) {
   const uint64_t len = dst.size();
   if (offset > size || len > size - offset) {
-    return Status::InvalidArgument("read past the end: " +
-                                   DescribeRange(path, offset, len) +
-                                   " but the file has " +
-                                   std::to_string(size) + " bytes");
+    return Status::InvalidArgument(
+        "read past the end: " + DescribeRange(path, offset, len) +
+        " but the file has " + std::to_string(size) + " bytes");
   }
   if (alignment > 1) {
     const bool len_ok = len % alignment == 0 || offset + len == size;
     if (offset % alignment != 0 || !len_ok ||
         reinterpret_cast<uintptr_t>(dst.data()) % alignment != 0) {
-      return Status::InvalidArgument(
-          "unaligned direct read (alignment " + std::to_string(alignment) +
-          "): " + DescribeRange(path, offset, len));
+      return Status::InvalidArgument("unaligned direct read (alignment " +
+                                     std::to_string(alignment) +
+                                     "): " + DescribeRange(path, offset, len));
     }
   }
   return Status::OK();
@@ -53,10 +52,10 @@ Status PreadFully(int fd, const std::string& path, size_t alignment,
     if (r < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
-      return Status::IoErrorFromErrno(
-          "pread failed at offset " + std::to_string(offset + done) + ": " +
-              DescribeRange(path, offset, need),
-          err);
+      return Status::IoErrorFromErrno("pread failed at offset " +
+                                          std::to_string(offset + done) + ": " +
+                                          DescribeRange(path, offset, need),
+                                      err);
     }
     if (r == 0) {
       return Status::IoError("file ended early (truncated?): " +
@@ -105,7 +104,8 @@ StatusOr<UniqueFd> OpenReadOnly(const std::string& path, int extra_flags,
     std::string m = std::string(backend) + ": cannot open '" + path + "'";
     if (err == ENOENT) return Status::NotFound(m + ": no such file");
     if ((extra_flags & O_DIRECT) != 0 && err == EINVAL) {
-      return Status::Unsupported(m + ": the file system refuses O_DIRECT (EINVAL)");
+      return Status::Unsupported(m +
+                                 ": the file system refuses O_DIRECT (EINVAL)");
     }
     return Status::IoErrorFromErrno(m, err);
   }

@@ -6,10 +6,14 @@ namespace weightlift::internal {
 
 std::string_view IoBackendName(IoBackend b) {
   switch (b) {
-    case IoBackend::kPread: return "pread";
-    case IoBackend::kDirect: return "direct";
-    case IoBackend::kUring: return "uring";
-    case IoBackend::kMmap: return "mmap";
+    case IoBackend::kPread:
+      return "pread";
+    case IoBackend::kDirect:
+      return "direct";
+    case IoBackend::kUring:
+      return "uring";
+    case IoBackend::kMmap:
+      return "mmap";
   }
   return "unknown";
 }
@@ -18,10 +22,14 @@ StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
                                          IoBackend backend,
                                          const IoOptions& options) {
   switch (backend) {
-    case IoBackend::kPread: return OpenPreadFile(path, options);
-    case IoBackend::kDirect: return OpenDirectFile(path, options);
-    case IoBackend::kUring: return OpenUringFile(path, options);
-    case IoBackend::kMmap: return OpenMmapFile(path, options);
+    case IoBackend::kPread:
+      return OpenPreadFile(path, options);
+    case IoBackend::kDirect:
+      return OpenDirectFile(path, options);
+    case IoBackend::kUring:
+      return OpenUringFile(path, options);
+    case IoBackend::kMmap:
+      return OpenMmapFile(path, options);
   }
   return Status::InvalidArgument("unknown I/O backend");
 }

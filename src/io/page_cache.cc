@@ -51,19 +51,19 @@ StatusOr<Residency> SampleResidencyFd(int fd, const std::string& path,
     // first and last pages are always sampled.
     const uint64_t span = pages - window_pages;
     for (int i = 0; i < windows && status.ok(); ++i) {
-      const uint64_t first =
-          windows == 1 ? 0 : span * static_cast<uint64_t>(i) /
-                                 static_cast<uint64_t>(windows - 1);
+      const uint64_t first = windows == 1
+                                 ? 0
+                                 : span * static_cast<uint64_t>(i) /
+                                       static_cast<uint64_t>(windows - 1);
       count(first, window_pages);
     }
     r.windows = windows;
   }
   ::munmap(base, size);
   WL_RETURN_IF_ERROR(status);
-  r.fraction = r.sampled_pages == 0
-                   ? 1.0
-                   : static_cast<double>(r.resident_pages) /
-                         static_cast<double>(r.sampled_pages);
+  r.fraction = r.sampled_pages == 0 ? 1.0
+                                    : static_cast<double>(r.resident_pages) /
+                                          static_cast<double>(r.sampled_pages);
   return r;
 }
 
@@ -78,8 +78,8 @@ Status EvictFromPageCache(const std::string& path) {
   // Dirty pages are not dropped by DONTNEED; write them back first. A
   // read-only descriptor may fdatasync on Linux.
   if (::fdatasync(fd.get()) != 0 && errno != EINVAL && errno != EROFS) {
-    return Status::IoErrorFromErrno("evict: fdatasync failed for '" + path + "'",
-                                    errno);
+    return Status::IoErrorFromErrno(
+        "evict: fdatasync failed for '" + path + "'", errno);
   }
   const int rc = ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
   if (rc != 0) {

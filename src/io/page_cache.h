@@ -11,14 +11,14 @@
 namespace weightlift::internal {
 
 struct Residency {
-  double fraction = 0;          // resident / sampled pages, 0..1
+  double fraction = 0;  // resident / sampled pages, 0..1
   uint64_t sampled_pages = 0;
   uint64_t resident_pages = 0;
-  int windows = 0;              // how many windows were sampled
+  int windows = 0;  // how many windows were sampled
 };
 
 struct ResidencyOptions {
-  int windows = 64;                  // spread evenly over the file
+  int windows = 64;                    // spread evenly over the file
   uint64_t window_bytes = 256u << 10;  // pages checked per window
 };
 

@@ -24,7 +24,6 @@
 namespace weightlift::internal {
 namespace {
 
-
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
@@ -133,8 +132,8 @@ Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
     if (inflight == 0) break;
     rc = io_uring_submit_and_wait(&ring, 1);
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      status = Status::IoErrorFromErrno("raw read: io_uring_submit_and_wait",
-                                        -rc);
+      status =
+          Status::IoErrorFromErrno("raw read: io_uring_submit_and_wait", -rc);
       break;
     }
     io_uring_cqe* cqe;
@@ -144,18 +143,17 @@ Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
       --inflight;
       const unsigned slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
       const Block& b = blocks[slot_block[slot]];
-      if (status.ok() && (cqe->res < 0 ||
-                          static_cast<uint64_t>(cqe->res) < b.required)) {
+      if (status.ok() &&
+          (cqe->res < 0 || static_cast<uint64_t>(cqe->res) < b.required)) {
         // Raw reads are whole aligned blocks; a short one means the file
         // changed under us. Good enough for a ceiling measurement.
-        status = cqe->res < 0
-                     ? Status::IoErrorFromErrno(
-                           "raw read: " + DescribeRange(*b.path, b.offset,
-                                                        b.length),
-                           -cqe->res)
-                     : Status::IoError("raw read: short read: " +
-                                       DescribeRange(*b.path, b.offset,
-                                                     b.length));
+        status =
+            cqe->res < 0
+                ? Status::IoErrorFromErrno(
+                      "raw read: " + DescribeRange(*b.path, b.offset, b.length),
+                      -cqe->res)
+                : Status::IoError("raw read: short read: " +
+                                  DescribeRange(*b.path, b.offset, b.length));
       }
       free_slots.push_back(slot);
     }
@@ -170,8 +168,8 @@ Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
 
 StatusOr<RawReadResult> RawDirectRead(std::span<const std::string> paths,
                                       const RawReadOptions& options) {
-  const uint64_t block = AlignUp(std::max<uint64_t>(options.block_bytes, 4096),
-                                 4096);
+  const uint64_t block =
+      AlignUp(std::max<uint64_t>(options.block_bytes, 4096), 4096);
   const unsigned qd =
       static_cast<unsigned>(std::clamp(options.queue_depth, 1, 1024));
   RawReadResult result;
@@ -193,8 +191,8 @@ StatusOr<RawReadResult> RawDirectRead(std::span<const std::string> paths,
   if (!refused) {
     WL_RETURN_IF_ERROR(s);
     result.seconds = SecondsSince(t0);
-    result.method = "O_DIRECT io_uring QD" + std::to_string(qd) + " " +
-                    Mib(block);
+    result.method =
+        "O_DIRECT io_uring QD" + std::to_string(qd) + " " + Mib(block);
     return result;
   }
 #endif
@@ -241,8 +239,8 @@ StatusOr<RawReadResult> RawBufferedRead(std::span<const std::string> paths,
       for (uint64_t off = begin; off < end; off += block) {
         const uint64_t n = std::min(block, end - off);
         if (cursor + n > target) cursor = 0;
-        Status s = PreadFully(fds[f].get(), paths[f], 1, off,
-                              {buf + cursor, n}, nullptr);
+        Status s = PreadFully(fds[f].get(), paths[f], 1, off, {buf + cursor, n},
+                              nullptr);
         cursor += n;
         if (!s.ok()) {
           errors[t] = s;

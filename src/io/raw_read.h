@@ -12,10 +12,10 @@
 namespace weightlift::internal {
 
 struct RawReadOptions {
-  int queue_depth = 16;           // direct: requests in flight
+  int queue_depth = 16;             // direct: requests in flight
   uint64_t block_bytes = 1u << 20;  // bytes per request / read() call
-  int threads = 1;                // buffered: threads, each reading its
-                                  // share (files split into equal ranges)
+  int threads = 1;                  // buffered: threads, each reading its
+                                    // share (files split into equal ranges)
   // Buffered: when > 0, reads land in a pre-touched buffer of this many
   // bytes (per thread, cycled) instead of one block_bytes buffer. A 1 MiB
   // buffer stays in the CPU cache, so the copy never writes DRAM, which a

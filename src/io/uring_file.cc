@@ -55,8 +55,8 @@ class Ring {
     const int rc = io_uring_queue_init(depth, &r->ring_, 0);
     if (rc < 0) {
       return Status::Unsupported(
-          "uring: '" + path + "': io_uring_queue_init refused: " +
-          std::strerror(-rc) + " (" +
+          "uring: '" + path +
+          "': io_uring_queue_init refused: " + std::strerror(-rc) + " (" +
           (strerrorname_np(-rc) ? strerrorname_np(-rc) : "?") + ")");
     }
     r->initialized_ = true;
@@ -148,7 +148,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
     uint64_t length;    // bytes requested (aligned)
     uint64_t required;  // bytes that must arrive (short only at file end)
     uint64_t done;
-    uint64_t asked;     // length of the request in flight
+    uint64_t asked;  // length of the request in flight
   };
   const uint64_t need = dst.size();
   const uint64_t request = AlignUp(need, alignment_);
@@ -160,7 +160,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
   }
 
   io_uring* r = ring.get();
-  size_t next = 0;       // next piece never submitted
+  size_t next = 0;  // next piece never submitted
   unsigned inflight = 0;
   std::vector<size_t> resubmit;  // pieces to submit again (EINTR, short)
   Status first_error;
@@ -197,10 +197,9 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
       // requests may still be running, so the ring (and with it the
       // kernel's references) is dropped rather than reused.
       *ring_broken = true;
-      return Status::IoErrorFromErrno(
-          "io_uring_submit_and_wait failed: " +
-              DescribeRange(path_, offset, need),
-          -rc);
+      return Status::IoErrorFromErrno("io_uring_submit_and_wait failed: " +
+                                          DescribeRange(path_, offset, need),
+                                      -rc);
     }
     io_uring_cqe* cqe;
     unsigned head;

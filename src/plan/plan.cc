@@ -43,8 +43,8 @@ class BouncePacker {
     while (pos < end) {
       // Join the open chunk if POS is inside its last aligned block or
       // right after it, and there is room before the cap.
-      if (open_ && (AlignDown(pos, a) > AlignUp(max_end_, a) ||
-                    pos >= start_ + cap_)) {
+      if (open_ &&
+          (AlignDown(pos, a) > AlignUp(max_end_, a) || pos >= start_ + cap_)) {
         Close();
       }
       if (!open_) {
@@ -98,7 +98,8 @@ Plan MakePlan(std::span<const Segment> segments,
 
   auto cap_for = [&](const PlanFile& f) {
     const uint64_t a = std::max<uint64_t>(f.alignment, 1);
-    return std::max(a, AlignDown(std::max<uint64_t>(options.chunk_bytes, 1), a));
+    return std::max(a,
+                    AlignDown(std::max<uint64_t>(options.chunk_bytes, 1), a));
   };
 
   for (const Segment& s : segments) {
@@ -117,8 +118,8 @@ Plan MakePlan(std::span<const Segment> segments,
       if (hi <= lo) lo = hi = end;
     }
     if (lo > s.file_offset) {
-      bounce.push_back({s.file, s.file_offset, std::min(lo, end) - s.file_offset,
-                        s.dst, s.tensor});
+      bounce.push_back({s.file, s.file_offset,
+                        std::min(lo, end) - s.file_offset, s.dst, s.tensor});
     }
     if (hi > lo) {
       const uint64_t cap = cap_for(f);

@@ -34,8 +34,8 @@ struct Scatter {
 
 struct ReadChunk {
   uint32_t file = 0;
-  uint64_t offset = 0;   // file offset of the read (aligned for O_DIRECT)
-  uint64_t length = 0;   // bytes to read (aligned, or ending at file end)
+  uint64_t offset = 0;  // file offset of the read (aligned for O_DIRECT)
+  uint64_t length = 0;  // bytes to read (aligned, or ending at file end)
   // Direct chunks: read straight to direct_dst; `scatters` holds exactly one
   // entry describing the tensor bytes it delivers (chunk_offset 0).
   // Bounce chunks: direct_dst == 0; read into a slot, then scatter.
@@ -61,9 +61,9 @@ struct Plan {
   // Number of scatters (over all chunks) that deliver bytes to each tensor;
   // a tensor is complete when that many have finished.
   std::vector<uint32_t> pieces_per_tensor;
-  uint64_t bytes_read = 0;       // sum of chunk lengths
-  uint64_t bytes_delivered = 0;  // sum of segment lengths
-  uint64_t max_bounce_bytes = 0; // largest bounce chunk, aligned up
+  uint64_t bytes_read = 0;        // sum of chunk lengths
+  uint64_t bytes_delivered = 0;   // sum of segment lengths
+  uint64_t max_bounce_bytes = 0;  // largest bounce chunk, aligned up
 };
 
 // FILES[i] describes file i. NUM_TENSORS sizes pieces_per_tensor.
@@ -71,7 +71,8 @@ struct Plan {
 // A direct chunk is made only where the destination address and the file
 // offset agree modulo the file's alignment; edges go through bounce chunks,
 // which coalesce neighbouring ranges of one file up to chunk_bytes.
-Plan MakePlan(std::span<const Segment> segments, std::span<const PlanFile> files,
-              size_t num_tensors, const PlanOptions& options);
+Plan MakePlan(std::span<const Segment> segments,
+              std::span<const PlanFile> files, size_t num_tensors,
+              const PlanOptions& options);
 
 }  // namespace weightlift::internal

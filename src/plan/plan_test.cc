@@ -14,14 +14,15 @@ namespace {
 constexpr uintptr_t kBase = uintptr_t{1} << 40;
 
 uint8_t FileByte(uint32_t file, uint64_t off) {
-  uint64_t x = (off + 1) * 0x9E3779B97F4A7C15ull ^ (file + 7) * 0xBF58476D1CE4E5B9ull;
+  uint64_t x =
+      (off + 1) * 0x9E3779B97F4A7C15ull ^ (file + 7) * 0xBF58476D1CE4E5B9ull;
   return static_cast<uint8_t>(x >> 56);
 }
 
 struct Check {
   uint64_t arena = 0;
-  std::vector<uint8_t> dst;        // simulated destination bytes
-  std::vector<uint8_t> hits;       // times each destination byte was written
+  std::vector<uint8_t> dst;   // simulated destination bytes
+  std::vector<uint8_t> hits;  // times each destination byte was written
 };
 
 // Runs PLAN against simulated files and checks every invariant MakePlan
@@ -95,9 +96,9 @@ void VerifyPlan(const Plan& plan, std::span<const Segment> segs,
     delivered += s.length;
     for (uint64_t i = 0; i < s.length; ++i) {
       const uint64_t d = s.dst - kBase + i;
-      ASSERT_EQ(c.hits[d], 1) << "byte " << i << " of segment at file offset "
-                              << s.file_offset << " delivered " << int(c.hits[d])
-                              << " times";
+      ASSERT_EQ(c.hits[d], 1)
+          << "byte " << i << " of segment at file offset " << s.file_offset
+          << " delivered " << int(c.hits[d]) << " times";
       ASSERT_EQ(c.dst[d], FileByte(s.file, s.file_offset + i));
       covered[d] = 1;
     }
@@ -110,8 +111,8 @@ void VerifyPlan(const Plan& plan, std::span<const Segment> segs,
   if (!segments_share_file_bytes) {
     for (size_t f = 0; f < files.size(); ++f) {
       for (size_t b = 0; b < block_reads[f].size(); ++b) {
-        ASSERT_LE(block_reads[f][b], 1) << "block " << b << " of file " << f
-                                        << " read more than once";
+        ASSERT_LE(block_reads[f][b], 1)
+            << "block " << b << " of file " << f << " read more than once";
       }
     }
   }
@@ -235,7 +236,8 @@ TEST(PlanTest, DirectNotAllowedBouncesEverything) {
 
 TEST(PlanTest, ZeroLengthSegmentsHaveNoPieces) {
   std::vector<PlanFile> files = {{100, 4096, true}};
-  std::vector<Segment> segs = {{0, 50, 0, kBase, 0}, {0, 50, 50, kBase + 64, 1}};
+  std::vector<Segment> segs = {{0, 50, 0, kBase, 0},
+                               {0, 50, 50, kBase + 64, 1}};
   Plan p = MakePlan(segs, files, 2, Opts(1 << 20, 1));
   EXPECT_EQ(p.pieces_per_tensor[0], 0u);
   EXPECT_EQ(p.pieces_per_tensor[1], 1u);

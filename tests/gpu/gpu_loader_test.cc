@@ -292,8 +292,8 @@ TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {
   for (const TensorInfo& t : ck->tensors()) {
     void* p = nullptr;
     if (t.size) {
-        ASSERT_EQ(cudaMalloc(&p, t.size), cudaSuccess);
-      }
+      ASSERT_EQ(cudaMalloc(&p, t.size), cudaSuccess);
+    }
     mem.push_back(p);
     dests.push_back({t.name, p, t.size});
   }
@@ -315,7 +315,8 @@ TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {
   EXPECT_NE(s.message().find(bad[0].name), std::string::npos) << s.ToString();
   // Host memory is not a device destination.
   std::vector<uint8_t> host(dests[4].size);
-  std::vector<Destination> on_host = {{dests[4].name, host.data(), host.size()}};
+  std::vector<Destination> on_host = {
+      {dests[4].name, host.data(), host.size()}};
   s = (*loader)->LoadInto(*ck, on_host, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   for (void* p : mem) cudaFree(p);
@@ -416,7 +417,8 @@ TEST_F(CudaLoaderTest, GdsOnIsUnsupportedWithoutNvidiaFs) {
   size_t before = FreeDeviceBytes();
   auto r = (*loader)->Load(*ck);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported)
+      << r.status().ToString();
   EXPECT_NE(r.status().message().find("nvidia-fs"), std::string::npos)
       << r.status().ToString();
   EXPECT_EQ(FreeDeviceBytes(), before);
@@ -459,9 +461,9 @@ TEST_F(CudaLoaderTest, DeviceOutOfMemoryIsCleanAndFreesEverything) {
 TEST_F(CudaLoaderTest, TruncatedFileFailsWithNothingLoaded) {
   std::vector<TensorSpec> s = AllDTypeSpecs();
   std::string p1 = Write("good.safetensors", s, 11);
-  std::string p2 = Write("bad.safetensors",
-                         {Spec("x_big", "F32", {3u << 20}),
-                          Spec("y_tail", "F32", {1000})}, 12);
+  std::string p2 = Write(
+      "bad.safetensors",
+      {Spec("x_big", "F32", {3u << 20}), Spec("y_tail", "F32", {1000})}, 12);
   auto ck = Checkpoint::Open(dir_);
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
   // The file shrinks after its header was validated.

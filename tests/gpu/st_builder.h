@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -30,13 +30,17 @@ struct TensorSpec {
 // whole bytes over the tensor).
 inline uint64_t DTypeBytes(const std::string& dtype, uint64_t numel) {
   int bits = 8;
-  if (dtype == "F4") bits = 4;
-  else if (dtype == "F6_E2M3" || dtype == "F6_E3M2") bits = 6;
+  if (dtype == "F4")
+    bits = 4;
+  else if (dtype == "F6_E2M3" || dtype == "F6_E3M2")
+    bits = 6;
   else if (dtype == "I16" || dtype == "U16" || dtype == "F16" ||
-           dtype == "BF16") bits = 16;
-  else if (dtype == "I32" || dtype == "U32" || dtype == "F32") bits = 32;
-  else if (dtype == "C64" || dtype == "F64" || dtype == "I64" ||
-           dtype == "U64") bits = 64;
+           dtype == "BF16")
+    bits = 16;
+  else if (dtype == "I32" || dtype == "U32" || dtype == "F32")
+    bits = 32;
+  else if (dtype == "C64" || dtype == "F64" || dtype == "I64" || dtype == "U64")
+    bits = 64;
   return (numel * bits + 7) / 8;
 }
 
@@ -56,8 +60,7 @@ inline uint64_t PatternWord(uint64_t seed, uint64_t w) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-inline void FillPattern(uint64_t seed, uint64_t pos, uint8_t* out,
-                        uint64_t n) {
+inline void FillPattern(uint64_t seed, uint64_t pos, uint8_t* out, uint64_t n) {
   uint64_t i = 0;
   while (i < n) {
     uint64_t p = pos + i;
@@ -74,8 +77,8 @@ inline void FillPattern(uint64_t seed, uint64_t pos, uint8_t* out,
 
 struct WrittenFile {
   std::string path;
-  uint64_t data_offset = 0;        // 8 + N
-  std::vector<uint64_t> begins;    // per spec, relative to the data buffer
+  uint64_t data_offset = 0;      // 8 + N
+  std::vector<uint64_t> begins;  // per spec, relative to the data buffer
 };
 
 // Writes PATH. When PAD_HEADER is false the header is not padded to 8 bytes
@@ -196,15 +199,15 @@ inline bool WriteShardedCheckpoint(
                                      /*pad_header=*/true, error);
     if (f.path.empty()) return false;
     for (const auto& s : shards[k]) {
-      index += std::string(first ? "" : ",") + "\"" + s.name + "\":\"" + name +
-               "\"";
+      index +=
+          std::string(first ? "" : ",") + "\"" + s.name + "\":\"" + name + "\"";
       first = false;
     }
   }
   index += "}}";
   std::string ipath = dir + "/model.safetensors.index.json";
-  int fd = ::open(ipath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0644);
+  int fd =
+      ::open(ipath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || ::write(fd, index.data(), index.size()) !=
                     static_cast<ssize_t>(index.size())) {
     *error = "write " + ipath + ": " + std::strerror(errno);

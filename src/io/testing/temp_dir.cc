@@ -11,7 +11,8 @@ namespace weightlift::internal::testing {
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/wl_test_XXXXXX";
+  std::string tmpl =
+      std::string(base && *base ? base : "/tmp") + "/wl_test_XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) {
     std::perror("mkdtemp");
     std::abort();

@@ -27,7 +27,8 @@ class TempDir {
 
 std::vector<std::byte> RandomBytes(size_t n, uint64_t seed);
 // Writes BYTES to PATH (truncating); aborts the test on failure.
-void WriteFileOrDie(const std::string& path, const std::vector<std::byte>& bytes);
+void WriteFileOrDie(const std::string& path,
+                    const std::vector<std::byte>& bytes);
 std::vector<std::byte> ReadFileOrDie(const std::string& path);
 
 }  // namespace weightlift::internal::testing
