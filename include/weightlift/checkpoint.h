@@ -34,6 +34,9 @@ struct FileInfo {
   uint64_t header_size = 0;   // N
   uint64_t data_offset = 0;   // 8 + N
   std::map<std::string, std::string> metadata;  // __metadata__
+  // The header has a __metadata__ key; false when absent. Lets a caller
+  // tell an empty {} from no key (safetensors returns {} vs None).
+  bool has_metadata = false;
 };
 
 class Checkpoint {

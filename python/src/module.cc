@@ -506,6 +506,7 @@ NB_MODULE(_native, m) {
                d["header_size"] = f.header_size;
                d["data_offset"] = f.data_offset;
                d["metadata"] = MetadataDict(f.metadata);
+               d["has_metadata"] = f.has_metadata || !f.metadata.empty();
                l.append(d);
              }
              return l;

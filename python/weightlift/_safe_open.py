@@ -7,18 +7,23 @@
 
 Opening validates every header (no tensor data is read). ``get_tensor``
 loads one tensor through the C++ loader onto DEVICE; the result is a
-zero-copy view that outlives the handle. ``get_slice(name)[...]`` loads the
-whole tensor once (cached on the slice object) and returns a copy of the
-requested part, so sliced results never pin the full tensor's memory.
+zero-copy view that outlives the handle. ``get_slice(name)[...]`` on host
+memory reads only the selected rows when the index picks a contiguous range
+of the first dimension (``[a:b]``, ``[a:b, :]``, ``[i]``, ``[a:b, ...]``);
+any other index loads the whole tensor once (cached on the slice object) and
+returns a copy of the requested part. Either way the result owns exactly its
+own bytes and never pins the full tensor's memory.
 """
 
 from __future__ import annotations
 
 import collections
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core, _dtypes
-from ._errors import InvalidArgumentError, TensorNotFoundError
+from ._errors import (InvalidArgumentError, TensorNotFoundError,
+                      WeightliftIOError)
 from ._options import device_string
 
 TensorInfo = collections.namedtuple(
@@ -55,7 +60,11 @@ class safe_open:  # noqa: N801 - safetensors' name
         self._ckpt = _core.open_checkpoint(filename)
         files = self._ckpt.files()
         self._paths = [f["path"] for f in files]
-        self._meta = files[0]["metadata"] if files else {}
+        # Where the loader reads: the header was validated there.
+        self._resolved = {f["path"]: f["resolved_path"] for f in files}
+        # safetensors: None when the key is absent, {} when it is empty.
+        self._meta = (files[0]["metadata"]
+                      if files and files[0]["has_metadata"] else None)
         self._info: Dict[str, TensorInfo] = {}
         for name, dt, shape, file, offset, size in self._ckpt.tensors():
             self._info[name] = TensorInfo(name, dt, list(shape),
@@ -90,9 +99,10 @@ class safe_open:  # noqa: N801 - safetensors' name
         return list(self._info)
 
     def metadata(self) -> Optional[Dict[str, str]]:
-        """``__metadata__`` of the (first) file; None when it has none."""
+        """``__metadata__`` of the (first) file: None when the header has no
+        ``__metadata__`` key, {} when it is present but empty."""
         self._check_open()
-        return dict(self._meta) if self._meta else None
+        return None if self._meta is None else dict(self._meta)
 
     def offsets(self, name: str) -> Tuple[int, int]:
         """Absolute [begin, end) byte offsets of NAME in its file."""
@@ -136,9 +146,93 @@ class safe_open:  # noqa: N801 - safetensors' name
         return f"<weightlift.safe_open {self._paths[:1]} {state}>"
 
 
+# Largest single read, far below the 2 GiB a Linux read returns at most.
+_MAX_READ = 1 << 30
+
+
+def _is_int(x) -> bool:
+    # bool is an int subclass but indexes as a new axis (torch and numpy).
+    return type(x) is int  # noqa: E721 - exactly int, not bool/np.integer
+
+
+def _is_full(x) -> bool:
+    """``:`` (or ``::1``): all of one dimension."""
+    return (type(x) is slice and x.start is None and x.stop is None
+            and (x.step is None or (_is_int(x.step) and x.step == 1)))
+
+
+def _row_range(index, shape):
+    """(start, stop, squeeze) when INDEX selects rows [start, stop) of the
+    first dimension and all of every other one (squeeze: an int index that
+    drops the first dimension); None for any other index, which then goes
+    the general (load everything, index with torch/numpy) way. Where this
+    returns a range, it is the one torch and numpy indexing select, clamped
+    the same way (stop < start gives zero rows)."""
+    if not shape:
+        return None
+    n = shape[0]
+    parts = index if isinstance(index, tuple) else (index,)
+    if sum(1 for p in parts if p is Ellipsis) > 1:
+        return None
+    if len([p for p in parts if p is not Ellipsis]) > len(shape):
+        return None  # too many indices: let torch/numpy raise
+    if not parts:
+        return 0, n, False
+    first, rest = parts[0], parts[1:]
+    if not all(p is Ellipsis or _is_full(p) for p in rest):
+        return None
+    if first is Ellipsis or _is_full(first):
+        return 0, n, False
+    if _is_int(first):
+        i = first + n if first < 0 else first
+        if not 0 <= i < n:
+            return None  # out of range: let torch/numpy raise
+        return i, i + 1, True
+    if type(first) is slice and all(v is None or _is_int(v) for v in
+                                    (first.start, first.stop, first.step)):
+        start, stop, step = first.indices(n)
+        if step != 1:
+            return None
+        return start, max(start, stop), False
+    return None
+
+
+def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
+    """Fills OUT with the bytes of PATH at OFFSET; loops over short reads
+    (os.preadv retries EINTR itself) in pieces of at most _MAX_READ."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as e:
+        raise WeightliftIOError(
+            f"{path}: tensor '{name}': open failed: "
+            f"{os.strerror(e.errno)} ({e.errno})", code="IoError") from None
+    try:
+        done, total = 0, len(out)
+        while done < total:
+            piece = out[done:done + _MAX_READ]
+            try:
+                got = os.preadv(fd, [piece], offset + done)
+            except OSError as e:
+                raise WeightliftIOError(
+                    f"{path}: tensor '{name}': read of {len(piece)} bytes at "
+                    f"offset {offset + done} failed: "
+                    f"{os.strerror(e.errno)} ({e.errno})",
+                    code="IoError") from None
+            if got == 0:
+                raise WeightliftIOError(
+                    f"{path}: tensor '{name}': unexpected end of file at "
+                    f"offset {offset + done} ({total - done} of {total} bytes "
+                    f"at offset {offset} missing; the file shrank after it "
+                    f"was opened)", code="IoError")
+            done += got
+    finally:
+        os.close(fd)
+
+
 class SafeSlice:
-    """``get_slice(name)``: shape and dtype without loading; indexing loads
-    the tensor (once) and returns a copy of the selected part."""
+    """``get_slice(name)``: shape and dtype without loading. Indexing a
+    contiguous row range of a host tensor reads just those rows; any other
+    index loads the tensor (once) and returns a copy of the selected part."""
 
     def __init__(self, handle: safe_open, info: TensorInfo):
         self._handle = handle
@@ -158,7 +252,46 @@ class SafeSlice:
         return self._info.shape[0]
 
     def __getitem__(self, index):
+        part = self._read_rows(index)
+        if part is not None:
+            return part
         if self._full is None:
             self._full = self._handle.get_tensor(self._info.name)
         part = self._full[index]
         return part.clone() if hasattr(part, "clone") else part.copy()
+
+    def _read_rows(self, index):
+        """The fast path: INDEX as rows read straight from the file, or None
+        where it does not apply (cuda, sub-byte dtypes, other indices, or
+        the whole tensor already loaded)."""
+        h, info = self._handle, self._info
+        h._check_open()
+        if self._full is not None or h._device != "cpu":
+            return None
+        if _dtypes.BITS.get(info.dtype, 0) % 8 != 0:
+            return None  # F4 / F6: rows need not be whole bytes
+        rows = _row_range(index, info.shape)
+        if rows is None:
+            return None
+        start, stop, squeeze = rows
+        inner = list(info.shape[1:])
+        row_bytes = _dtypes.nbytes(info.dtype, inner)
+        shape = inner if squeeze else [stop - start] + inner
+        length = (stop - start) * row_bytes
+        if h._framework == "np":
+            import numpy as np
+            _dtypes.numpy_layout(info.dtype, shape)  # raises if unsupported
+            buf = np.empty(length, dtype=np.uint8) if length else None
+            mem = buf
+            view = _dtypes.view_numpy
+        else:
+            import torch
+            _dtypes.torch_layout(info.dtype, shape)  # raises if unsupported
+            buf = torch.empty(length, dtype=torch.uint8) if length else None
+            mem = buf.numpy() if length else None  # shares buf's memory
+            view = _dtypes.view_torch
+        if length:
+            _pread_exact(h._resolved[info.file],
+                         info.offset + start * row_bytes,
+                         memoryview(mem).cast("B"), info.name)
+        return view(buf, info.dtype, shape)

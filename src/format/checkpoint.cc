@@ -65,6 +65,7 @@ StatusOr<Checkpoint> OpenFiles(const std::vector<std::string>& paths,
     f.header_size = h.header_size;
     f.data_offset = h.data_offset;
     f.metadata = std::move(h.metadata);
+    f.has_metadata = h.has_metadata;
     const uint32_t file_index = static_cast<uint32_t>(files.size());
     files.push_back(std::move(f));
     for (internal::ParsedTensor& t : h.tensors) {

@@ -86,6 +86,26 @@ TEST(CheckpointOpen, SingleFileAbsoluteOffsets) {
   EXPECT_TRUE(ck->index_path().empty());
 }
 
+// safetensors tells an absent __metadata__ (None) from an empty one ({}).
+TEST(CheckpointOpen, EmptyMetadataIsNotAbsentMetadata) {
+  TempDir dir;
+  const std::string with = dir / "with.safetensors";
+  const std::string without = dir / "without.safetensors";
+  WriteFile(with, Image(R"({"__metadata__":{},"a":{"dtype":"U8","shape":[1],)"
+                        R"("data_offsets":[0,1]}})",
+                        1));
+  WriteFile(
+      without,
+      Image(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1));
+  StatusOr<Checkpoint> a = Checkpoint::Open(with);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->files()[0].has_metadata);
+  EXPECT_TRUE(a->files()[0].metadata.empty());
+  StatusOr<Checkpoint> b = Checkpoint::Open(without);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_FALSE(b->files()[0].has_metadata);
+}
+
 TEST(CheckpointOpen, MissingPathIsNotFound) {
   TempDir dir;
   StatusOr<Checkpoint> r = Checkpoint::Open(dir / "nope.safetensors");

@@ -280,6 +280,7 @@ StatusOr<ParsedHeader> ParseHeader(std::span<const std::byte> json, uint64_t n,
   for (const auto& [key, value] : root.items()) {
     if (key == kMetadataKey) {
       WL_RETURN_IF_ERROR(ParseMetadata(value, label, &h.metadata));
+      h.has_metadata = true;
       continue;
     }
     ParsedTensor t;

@@ -34,6 +34,7 @@ struct ParsedHeader {
   uint64_t file_size = 0;
   std::vector<ParsedTensor> tensors;            // sorted by (begin, end)
   std::map<std::string, std::string> metadata;  // __metadata__
+  bool has_metadata = false;  // the header has a __metadata__ key (maybe {})
 };
 
 // Limits beyond those the framing enforces. Tests lower them to reach the
