@@ -17,6 +17,7 @@ namespace {
 
 using internal::TensorToWrite;
 using internal::testing::Bytes;
+using internal::testing::Image;
 using internal::testing::TempDir;
 using internal::testing::WriteFile;
 namespace fs = std::filesystem;
