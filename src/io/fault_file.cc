@@ -54,6 +54,15 @@ int64_t FaultInjector::FilterResult(uint64_t off, uint64_t n, int64_t real) {
   return std::min(real, allowed);
 }
 
+int FaultInjector::FilterSubmit(int real) {
+  const uint64_t call = submits_.fetch_add(1) + 1;
+  if (spec_.submit_error_call > 0 &&
+      call == static_cast<uint64_t>(spec_.submit_error_call)) {
+    return -spec_.submit_errno;
+  }
+  return real;
+}
+
 Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
   const uint64_t n = reads_.fetch_add(1);
   const uint64_t len = dst.size();

@@ -34,6 +34,11 @@ struct FaultSpec {
   uint64_t eio_offset = kNever;
   // The file looks as if it ends here (reads stop short, then return 0).
   uint64_t truncate_at = kNever;
+  // io_uring only: the Nth (1-based) io_uring_submit_and_wait call reports
+  // -submit_errno after it ran (the kernel may have taken requests), as a
+  // failing io_uring_enter would (0: never).
+  int submit_error_call = 0;
+  int submit_errno = 0;
 };
 
 class FaultInjector {
@@ -48,9 +53,14 @@ class FaultInjector {
   // Used by io_uring on each completion; the real read already happened.
   int64_t FilterResult(uint64_t off, uint64_t n, int64_t real);
 
+  // Filters the return value REAL of one io_uring_submit_and_wait call:
+  // returns what the backend should see instead.
+  int FilterSubmit(int real);
+
   uint64_t calls() const { return calls_.load(); }
   uint64_t eintr_injected() const { return eintr_.load(); }
   uint64_t short_injected() const { return short_.load(); }
+  uint64_t submits() const { return submits_.load(); }
 
  private:
   // Decides the fate of one call: returns -errno to fail it, else the number
@@ -61,6 +71,7 @@ class FaultInjector {
   std::atomic<uint64_t> calls_{0};
   std::atomic<uint64_t> eintr_{0};
   std::atomic<uint64_t> short_{0};
+  std::atomic<uint64_t> submits_{0};
 };
 
 struct FileFaults {

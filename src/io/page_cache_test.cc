@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,30 @@ TEST(RawReadTest, ReadsEveryByteOfEveryFile) {
                 .status()
                 .code(),
             StatusCode::kNotFound);
+}
+
+// Counts this process's open file descriptors.
+int OpenFds() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// A failure after the io_uring ring exists (here: the buffer arena cannot be
+// allocated) must not leak the ring's descriptor.
+TEST(RawReadTest, AllocationFailureLeaksNoDescriptor) {
+  TempDir dir;
+  std::vector<std::string> paths = {dir.File("a")};
+  WriteFileOrDie(paths[0], RandomBytes(8192, 3));
+  RawReadOptions o;
+  o.block_bytes = uint64_t{1} << 44;  // x queue depth: far beyond memory
+  const int before = OpenFds();
+  auto d = RawDirectRead(paths, o);
+  EXPECT_FALSE(d.ok());
+  EXPECT_EQ(OpenFds(), before);
 }
 
 }  // namespace

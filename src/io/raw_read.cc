@@ -103,6 +103,9 @@ Status DirectPreadAll(const std::vector<Block>& blocks, int threads,
 // Keeps QD blocks in flight on one ring, each into its own buffer slot.
 Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
                     uint64_t block, bool* refused, std::string* why) {
+  // The arena comes first: every return after io_uring_queue_init must go
+  // through io_uring_queue_exit, or the ring's descriptor leaks.
+  WL_ASSIGN_OR_RETURN(auto arena, AlignedBuffer(block * qd));
   io_uring ring;
   int rc = io_uring_queue_init(qd, &ring, 0);
   if (rc < 0) {
@@ -110,13 +113,13 @@ Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
     *why = std::string("io_uring_queue_init refused: ") + std::strerror(-rc);
     return Status::Unsupported(*why);
   }
-  WL_ASSIGN_OR_RETURN(auto arena, AlignedBuffer(block * qd));
   std::vector<unsigned> free_slots;
   for (unsigned s = 0; s < qd; ++s) free_slots.push_back(s);
   std::vector<size_t> slot_block(qd);
   size_t next = 0;
   unsigned inflight = 0;
   Status status;
+  int hard_errors = 0;  // failed submit_and_wait calls in a row
   while (true) {
     while (status.ok() && !free_slots.empty() && next < blocks.size()) {
       const unsigned slot = free_slots.back();
@@ -132,9 +135,15 @@ Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
     if (inflight == 0) break;
     rc = io_uring_submit_and_wait(&ring, 1);
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      status =
-          Status::IoErrorFromErrno("raw read: io_uring_submit_and_wait", -rc);
-      break;
+      // Reads already taken by the kernel write into ARENA until they
+      // complete: keep draining (submitting nothing new) so the arena is not
+      // freed under them, unless the ring keeps failing with nothing
+      // completing.
+      if (status.ok()) {
+        status =
+            Status::IoErrorFromErrno("raw read: io_uring_submit_and_wait", -rc);
+      }
+      if (++hard_errors >= 100) break;
     }
     io_uring_cqe* cqe;
     unsigned head, seen = 0;
@@ -158,6 +167,7 @@ Status UringReadAll(const std::vector<Block>& blocks, unsigned qd,
       free_slots.push_back(slot);
     }
     io_uring_cq_advance(&ring, seen);
+    if (seen > 0) hard_errors = 0;
   }
   io_uring_queue_exit(&ring);
   return status;

@@ -46,6 +46,14 @@ StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
 
 namespace {
 
+// Largest ring we make. Requests in flight per ReadAt are capped at the same
+// number, so io_uring_get_sqe always finds a free submission entry.
+constexpr int kMaxDepth = 4096;
+
+// io_uring_submit_and_wait failures in a row, with no completion arriving in
+// between, after which a ring is declared dead (see RunPieces).
+constexpr int kMaxHardSubmitErrors = 100;
+
 // One io_uring instance with the file registered at fixed index 0.
 class Ring {
  public:
@@ -88,9 +96,14 @@ class UringFile final : public File {
         fd_(std::move(fd)),
         size_(size),
         alignment_(alignment),
-        depth_(static_cast<unsigned>(std::max(1, options.queue_depth))),
+        depth_(static_cast<unsigned>(
+            std::clamp(options.queue_depth, 1, kMaxDepth))),
+        // One sqe carries at most 4 GiB - 1 (a 32-bit length); stay far
+        // below, as every backend does.
         piece_(std::max<uint64_t>(
-            alignment, AlignUp(options.uring_piece_bytes, alignment))),
+            alignment, AlignUp(std::min<uint64_t>(options.uring_piece_bytes,
+                                                  kMaxBytesPerSyscall),
+                               alignment))),
         faults_(options.faults) {
     free_.push_back(std::move(first));
   }
@@ -164,6 +177,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
   unsigned inflight = 0;
   std::vector<size_t> resubmit;  // pieces to submit again (EINTR, short)
   Status first_error;
+  int hard_errors = 0;  // failed submit_and_wait calls in a row
 
   auto queue = [&](size_t i) {
     io_uring_sqe* sqe = io_uring_get_sqe(r);
@@ -192,14 +206,23 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
     }
     if (inflight == 0) break;
     int rc = io_uring_submit_and_wait(r, 1);
+    if (faults_) rc = faults_->FilterSubmit(rc);
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      // The ring is unusable; nothing more will complete through it. Its
-      // requests may still be running, so the ring (and with it the
-      // kernel's references) is dropped rather than reused.
-      *ring_broken = true;
-      return Status::IoErrorFromErrno("io_uring_submit_and_wait failed: " +
-                                          DescribeRange(path_, offset, need),
-                                      -rc);
+      // Requests the kernel already took keep writing into DST until they
+      // complete, so they are reaped before returning (the loop goes on
+      // draining, submitting nothing new). Only a ring that keeps failing
+      // with nothing completing is given up on: it is dropped rather than
+      // reused, and its requests are left to the kernel's teardown.
+      if (first_error.ok()) {
+        first_error =
+            Status::IoErrorFromErrno("io_uring_submit_and_wait failed: " +
+                                         DescribeRange(path_, offset, need),
+                                     -rc);
+      }
+      if (++hard_errors >= kMaxHardSubmitErrors) {
+        *ring_broken = true;
+        return first_error;
+      }
     }
     io_uring_cqe* cqe;
     unsigned head;
@@ -241,6 +264,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
       resubmit.push_back(i);  // short but aligned: ask for the rest
     }
     io_uring_cq_advance(r, seen);
+    if (seen > 0) hard_errors = 0;
   }
   return first_error;
 }
@@ -258,7 +282,7 @@ StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
                                "support (statx STATX_DIOALIGN)");
   }
   const unsigned depth =
-      static_cast<unsigned>(std::clamp(options.queue_depth, 1, 4096));
+      static_cast<unsigned>(std::clamp(options.queue_depth, 1, kMaxDepth));
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).
   WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
