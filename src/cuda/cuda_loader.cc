@@ -111,7 +111,7 @@ Status CudaLoader::Init() {
                    config_.slots_per_thread, config_.slot_bytes);
   host_register_pipeline_.emplace(std::move(piece_events));
   pool_.emplace(config_.threads);
-  return Status::OK();
+  return pool_->status();
 }
 
 CudaLoader::~CudaLoader() {

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "exec/executor.h"
@@ -80,7 +81,11 @@ class Populator {
  public:
   Populator(const Plan& plan, std::atomic<size_t>* next_chunk)
       : plan_(plan), next_chunk_(next_chunk) {
-    thread_ = std::thread([this] { Loop(); });
+    try {
+      thread_ = std::thread([this] { Loop(); });
+    } catch (const std::system_error& e) {
+      refused_ = e.code().value();  // readers fault pages in themselves
+    }
   }
   ~Populator() { (void)Finish(); }
   // Stops and joins the thread; returns madvise's errno if the kernel
@@ -139,6 +144,9 @@ class HostLoader final : public Loader {
   Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
                   LoadReport* report, const LoadCallbacks& callbacks) override;
   const LoadOptions& options() const override { return options_; }
+
+  // Not OK when the system refused a worker thread (see ThreadPool).
+  const Status& pool_status() const { return pool_.status(); }
 
  private:
   // Plans and runs the reads of TENSORS into DSTS (host addresses, one per
@@ -360,8 +368,10 @@ StatusOr<std::unique_ptr<Loader>> CreateHostLoader(const LoadOptions& options,
   WL_ASSIGN_OR_RETURN(
       std::unique_ptr<BouncePool> bounce,
       BouncePool::Create(options.staging_bytes, options.chunk_bytes));
-  return std::unique_ptr<Loader>(
+  std::unique_ptr<HostLoader> loader(
       new HostLoader(options, std::move(bounce), warm, cold, std::move(wrap)));
+  WL_RETURN_IF_ERROR(loader->pool_status());
+  return std::unique_ptr<Loader>(std::move(loader));
 }
 
 }  // namespace weightlift::internal

@@ -1,14 +1,24 @@
 #include "exec/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
 
 namespace weightlift::internal {
 
 ThreadPool::ThreadPool(int threads) {
   threads = std::max(1, threads);
   workers_.reserve(threads);
-  for (int i = 0; i < threads; ++i)
-    workers_.emplace_back([this, i] { Loop(i); });
+  for (int i = 0; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this, i] { Loop(i); });
+    } catch (const std::system_error& e) {
+      status_ = Status::ResourceExhausted(
+          "creating loader thread " + std::to_string(i + 1) + " of " +
+          std::to_string(threads) + " failed: " + e.what());
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "weightlift/status.h"
+
 namespace weightlift::internal {
 
 class ThreadPool {
@@ -19,6 +21,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()); }
+  // ResourceExhausted when the system refused a thread (the pool then has
+  // fewer workers than asked for); callers fail their Create with it, since
+  // no exception may cross the library API.
+  const Status& status() const { return status_; }
 
   // Runs FN(i) for i in [0, min(N, size())) on the workers (N < 0: all) and
   // waits for every call to return. FN must not throw. Not reentrant: one
@@ -37,6 +43,7 @@ class ThreadPool {
   int running_ = 0;  // of those, still running
   uint64_t generation_ = 0;
   bool stop_ = false;
+  Status status_;
 };
 
 // options.threads resolved: 0 means min(hardware threads, 8).
