@@ -199,13 +199,8 @@ StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
   Status s = Run(job, &report);
   if (!s.ok()) return s;  // OWNER frees the device memory here
 
-  const auto& all = ckpt.tensors();
-  result.tensors.reserve(idx.size());
-  for (size_t r = 0; r < idx.size(); ++r) {
-    const TensorInfo& t = all[idx[r]];
-    result.tensors.push_back(
-        MakeLoadedTensor(t, options_.device, base + layout.offsets[r], owner));
-  }
+  result.tensors =
+      MakeLoadedTensors(ckpt, idx, options_.device, job.dst, owner);
   report.tensors = idx.size();
   report.seconds = SecondsSince(t0);
   return result;

@@ -310,12 +310,8 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
   WL_RETURN_IF_ERROR(
       Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/true, &report));
 
-  result.tensors.reserve(tensors.size());
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const TensorInfo& ti = ckpt.tensors()[tensors[k]];
-    result.tensors.push_back(MakeLoadedTensor(
-        ti, Device::Cpu(), reinterpret_cast<void*>(dsts[k]), memory));
-  }
+  result.tensors =
+      MakeLoadedTensors(ckpt, tensors, Device::Cpu(), dsts, memory);
   report.seconds = SecondsSince(t0);
   return result;
 }

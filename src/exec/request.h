@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,9 +25,13 @@ StatusOr<std::vector<uint32_t>> ResolveNames(
 StatusOr<std::vector<uint32_t>> ResolveDestinations(
     const Checkpoint& ckpt, std::span<const Destination> dests);
 
-// The LoadedTensor for INFO at DATA on DEVICE, kept alive by OWNER.
-LoadedTensor MakeLoadedTensor(const TensorInfo& info, Device device, void* data,
-                              std::shared_ptr<void> owner);
+// The loaded tensors of a finished Load(): TENSORS[k] (indices into
+// ckpt.tensors()) at address DSTS[k] on DEVICE, all kept alive by OWNER.
+std::vector<LoadedTensor> MakeLoadedTensors(const Checkpoint& ckpt,
+                                            std::span<const uint32_t> tensors,
+                                            Device device,
+                                            std::span<const uintptr_t> dsts,
+                                            const std::shared_ptr<void>& owner);
 
 // Which files the tensors touch (size ckpt.files().size()).
 std::vector<bool> FilesNeeded(const Checkpoint& ckpt,
