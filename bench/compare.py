@@ -500,6 +500,7 @@ def main():
                 if wanted and name not in wanted:
                     continue
                 best = None
+                every = []  # each run's seconds, in order, for the log/json
                 reps = 1 if state == "cold" else args.repeat
                 try:
                     for _ in range(reps):
@@ -507,6 +508,7 @@ def main():
                         if state == "warm":
                             warm(files)
                         secs, n, path_how = time_method(fn, path, args.device)
+                        every.append(secs)
                         if best is None or secs < best[0]:
                             best = (secs, n, path_how)
                 except ImportError as e:
@@ -524,12 +526,14 @@ def main():
                 rec = {"layout": layout, "state": state, "method": name,
                        "ours": ours, "seconds": secs, "tensors": n,
                        "bytes": nbytes, "gb": nbytes / 1e9,
-                       "gbps": nbytes / secs / 1e9, "how": path_how}
+                       "gbps": nbytes / secs / 1e9, "how": path_how,
+                       "every_seconds": every}
                 if state == "cold":
                     rec["evicted_by"] = how
                 state_runs.append(rec)
                 log(f"{layout} {state:5s} {name:26s} {secs:8.3f} s "
-                    f"{rec['gbps']:7.2f} GB/s {path_how}")
+                    f"{rec['gbps']:7.2f} GB/s {path_how} (runs: "
+                    + " ".join(f"{x:.3f}" for x in every) + " s)")
             peers = [r["gbps"] for r in state_runs if not r["ours"]]
             for r in state_runs:
                 r["ratio"] = r["gbps"] / max(peers) if peers else None

@@ -14,6 +14,8 @@
 #   bench13 / compare13   the same for llama2-13b
 #   e2e      compare.py on llama2-7b plus the time to the first token
 #   cold7    `weightlift bench --mode cold` on llama2-7b only
+# compare stages: REPEAT (default 3) runs per warm/shm cell, best kept and
+# every run logged; COMPARE_TIMEOUT (default 560 s).
 # Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
 # streamer wheels) with the call.
 set -u -o pipefail
@@ -114,8 +116,8 @@ stage_compare() {  # LAYOUT [E2E]
   say "-- compare $1"
   rm -rf "/dev/shm/wl_$1"  # compare.py makes its own tmpfs copy
   synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
-  timeout 330 python3 bench/compare.py --device cuda:0 --layouts "$1" \
-    --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat 1 --e2e "${2:-none}" \
+  timeout "${COMPARE_TIMEOUT:-560}" python3 bench/compare.py --device cuda:0 --layouts "$1" \
+    --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat "${REPEAT:-3}" --e2e "${2:-none}" \
     --md "$OUT/compare_$1.md" --png "$OUT/compare_$1.png" \
     --json "$OUT/compare_$1.json" > "$OUT/compare_$1.log" 2>&1
   say "compare exit $?"; tail -20 "$OUT/compare_$1.md" >> "$SUMMARY" 2>/dev/null

@@ -1,12 +1,46 @@
 #include "cuda/destination_check.h"
 
+#include <cuda.h>  // types only: the driver is reached through the runtime
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace weightlift::internal {
+namespace {
+
+using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+
+// cuMemGetAddressRange from the driver the runtime already loaded, so the
+// library never links libcuda (a build must run where no driver exists).
+// Null when the driver does not offer it.
+GetAddressRangeFn AddressRangeFn() {
+  static GetAddressRangeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000,
+                                         cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<GetAddressRangeFn>(nullptr);
+    }
+    return reinterpret_cast<GetAddressRangeFn>(p);
+  }();
+  return fn;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
 
 Status CheckDeviceDestinations(std::span<const Destination> dests, int device) {
+  GetAddressRangeFn range = AddressRangeFn();
   for (const Destination& d : dests) {
     if (d.size == 0) continue;
     cudaPointerAttributes a{};
@@ -25,6 +59,21 @@ Status CheckDeviceDestinations(std::span<const Destination> dests, int device) {
           (e == cudaSuccess ? " (pointer type " + std::to_string(a.type) +
                                   ", device " + std::to_string(a.device) + ")"
                             : std::string(" (") + cudaGetErrorName(e) + ")"));
+    }
+    if (range == nullptr) continue;
+    CUdeviceptr base = 0;
+    size_t alloc = 0;
+    const auto start = reinterpret_cast<CUdeviceptr>(d.data);
+    if (range(&base, &alloc, start) != CUDA_SUCCESS) continue;
+    // start lies in [base, base + alloc), so neither subtraction wraps.
+    const uint64_t room = base + alloc - start;
+    if (d.size > room) {
+      return Status::InvalidArgument(
+          "destination of tensor '" + d.name + "' at " + Hex(start) +
+          " needs " + std::to_string(d.size) + " bytes but its allocation " +
+          "(base " + Hex(base) + ", " + std::to_string(alloc) +
+          " bytes) ends " + std::to_string(room) +
+          " bytes after it: the copy would write past the allocation");
     }
   }
   return Status::OK();

@@ -12,8 +12,11 @@ namespace weightlift::internal {
 // InvalidArgument naming the tensor, the device and what the pointer is
 // (cudaPointerGetAttributes' type and device, or its error name) for the
 // first non-empty destination that is not device or managed memory of
-// cuda:DEVICE. Only the start pointer is checked: CUDA's runtime API cannot
-// say whether [data, data + size) stays inside one allocation.
+// cuda:DEVICE, or whose [data, data + size) runs past the end of the
+// allocation holding data (cuMemGetAddressRange, reached through the runtime's
+// driver entry points). A pointer into a larger pool (PyTorch's caching
+// allocator) is checked against the pool's block, not the tensor the caller
+// meant: that is as much as the driver knows.
 Status CheckDeviceDestinations(std::span<const Destination> dests, int device);
 
 }  // namespace weightlift::internal

@@ -319,6 +319,25 @@ TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {
       {dests[4].name, host.data(), host.size()}};
   s = (*loader)->LoadInto(*ck, on_host, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  // Right size, but the pointer sits so near the end of its allocation that
+  // the copy would run past it: refused before anything is read.
+  const TensorInfo& big = *ck->Find("u8_prime");
+  ASSERT_EQ(big.size, 1009u);
+  void* small = nullptr;
+  ASSERT_EQ(cudaMalloc(&small, 1 << 20), cudaSuccess);
+  std::vector<Destination> overrun = {
+      {big.name, static_cast<uint8_t*>(small) + (1 << 20) - big.size / 2 - 1,
+       big.size}};
+  s = (*loader)->LoadInto(*ck, overrun, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("past the allocation"), std::string::npos)
+      << s.ToString();
+  // The same allocation, pointer at its start: fits, and loads.
+  overrun[0].data = small;
+  s = (*loader)->LoadInto(*ck, overrun, nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(DeviceBytes(small, big.size), FileBytes(*ck, big));
+  cudaFree(small);
   for (void* p : mem) cudaFree(p);
 }
 
