@@ -287,7 +287,11 @@ def test_sub_byte_dtype_takes_the_general_path(tmp_path):
     with weightlift.safe_open(path, "pt") as f:
         full = f.get_tensor("f4")
         for idx in (slice(1, 3), 0, slice(None)):
-            assert torch.equal(f.get_slice("f4")[idx], full[idx])
+            got = f.get_slice("f4")[idx]
+            # torch >= 2.8 hands F4 out as float4_e2m1fn_x2, which has no
+            # torch.equal: compare the bytes.
+            assert got.dtype == full.dtype and got.shape == full[idx].shape
+            assert torch.equal(raw_bytes(got), raw_bytes(full[idx]))
 
 
 def test_file_shrunk_after_open_raises_ioerror(tmp_path):
