@@ -14,6 +14,8 @@
 #   bench13 / compare13   the same for llama2-13b
 #   e2e      compare.py on llama2-7b plus the time to the first token
 #   cold7    `weightlift bench --mode cold` on llama2-7b only
+#   coldpaths7  cold `weightlift load` per read backend (uring, pread,
+#            direct), two interleaved rounds, on llama2-7b
 # compare stages: REPEAT (default 3) runs per warm/shm cell, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s).
 # Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
@@ -123,6 +125,21 @@ stage_compare() {  # LAYOUT [E2E]
   say "compare exit $?"; tail -20 "$OUT/compare_$1.md" >> "$SUMMARY" 2>/dev/null
 }
 
+stage_coldpaths() {  # LAYOUT: cold load per read backend, interleaved twice
+  local disk=/var/tmp/wl_$1
+  say "-- cold paths $1"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  for round in 1 2; do
+    for b in uring pread direct; do
+      sync; echo 3 > /proc/sys/vm/drop_caches
+      echo "### round $round backend $b" >> "$OUT/coldpaths_$1.log"
+      "$WL" load "$disk" --device cuda:0 --cold --backend "$b" \
+        >> "$OUT/coldpaths_$1.log" 2>&1
+      say "round $round $b: $(grep '^device' "$OUT/coldpaths_$1.log" | tail -1)"
+    done
+  done
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -133,6 +150,7 @@ for s in "$@"; do
     compare13) stage_compare llama2-13b ;;
     e2e) stage_compare llama2-7b auto ;;
     cold7) stage_cold llama2-7b ;;
+    coldpaths7) stage_coldpaths llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done
