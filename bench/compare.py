@@ -16,6 +16,9 @@ checkpoint with random weights (created once with save_pretrained).
 Cache states: cold = pages evicted (as root `sync; echo 3 >
 /proc/sys/vm/drop_caches`, else posix_fadvise(DONTNEED) on every file);
 warm = files read once first; shm = files copied to /dev/shm (tmpfs).
+Each state runs its methods round-robin for --cold-repeat / --repeat rounds
+(so drift of a virtual disk falls on every method alike); the best run of
+each method is the table's, every run is in the log and the json.
 
 Output: a markdown table (seconds, GB/s, ratio to the best peer) on stdout
 and in --md, a bar chart in --png, raw numbers in --json.
@@ -446,6 +449,61 @@ def machine():
     return ", ".join(parts)
 
 
+def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
+                  results):
+    """Every method on one checkpoint in one state, REPS rounds.
+
+    Rounds go round-robin over the methods (round 1 runs every method, then
+    round 2 ...), so a disk or machine whose speed drifts over minutes drifts
+    under all methods alike instead of favouring whoever ran first. Each
+    method keeps its best run; every run's seconds go to the log and json.
+    """
+    best, every, how_evicted, dropped = {}, {}, {}, set()
+    ms = [m for m in methods(args.device) if not wanted or m[0] in wanted]
+    for _ in range(reps):
+        for name, fn, ours in ms:
+            if name in dropped:
+                continue
+            try:
+                if state == "cold":
+                    how_evicted[name] = evict(files)
+                elif state == "warm":
+                    warm(files)
+                secs, n, path_how = time_method(fn, path, args.device)
+            except ImportError as e:
+                note = f"{name}: skipped, not installed ({e.name})"
+                if note not in results["notes"]:
+                    results["notes"].append(note)
+                dropped.add(name)
+                continue
+            except Exception as e:  # noqa: BLE001 - report and go on
+                results["notes"].append(
+                    f"{layout} {state} {name}: failed: "
+                    f"{type(e).__name__}: {str(e)[:300]}")
+                free_device()
+                dropped.add(name)
+                continue
+            every.setdefault(name, []).append(secs)
+            if name not in best or secs < best[name][0]:
+                best[name] = (secs, n, path_how)
+    runs = []
+    for name, _, ours in ms:
+        if name in dropped or name not in best:
+            continue
+        secs, n, path_how = best[name]
+        rec = {"layout": layout, "state": state, "method": name,
+               "ours": ours, "seconds": secs, "tensors": n, "bytes": nbytes,
+               "gb": nbytes / 1e9, "gbps": nbytes / secs / 1e9,
+               "how": path_how, "every_seconds": every[name]}
+        if state == "cold":
+            rec["evicted_by"] = how_evicted[name]
+        runs.append(rec)
+        log(f"{layout} {state:5s} {name:26s} {secs:8.3f} s "
+            f"{rec['gbps']:7.2f} GB/s {path_how} (runs: "
+            + " ".join(f"{x:.3f}" for x in every[name]) + " s)")
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cuda:0")
@@ -457,7 +515,9 @@ def main():
     ap.add_argument("--methods", default="",
                     help="comma list of method names to run (default all)")
     ap.add_argument("--repeat", type=int, default=2,
-                    help="runs per warm/shm measurement (best is kept)")
+                    help="rounds per warm/shm measurement (best is kept)")
+    ap.add_argument("--cold-repeat", type=int, default=2,
+                    help="rounds per cold measurement, each after eviction")
     ap.add_argument("--work", default=os.path.expanduser(
         "~/.cache/weightlift/compare"))
     ap.add_argument("--cli", default=None, help="the weightlift binary")
@@ -495,45 +555,9 @@ def main():
                 if not os.path.isdir(path):
                     shutil.copytree(src, path)
             files = shard_files(path)
-            state_runs = []
-            for name, fn, ours in methods(args.device):
-                if wanted and name not in wanted:
-                    continue
-                best = None
-                every = []  # each run's seconds, in order, for the log/json
-                reps = 1 if state == "cold" else args.repeat
-                try:
-                    for _ in range(reps):
-                        how = evict(files) if state == "cold" else None
-                        if state == "warm":
-                            warm(files)
-                        secs, n, path_how = time_method(fn, path, args.device)
-                        every.append(secs)
-                        if best is None or secs < best[0]:
-                            best = (secs, n, path_how)
-                except ImportError as e:
-                    note = f"{name}: skipped, not installed ({e.name})"
-                    if note not in results["notes"]:
-                        results["notes"].append(note)
-                    continue
-                except Exception as e:  # noqa: BLE001 - report and go on
-                    results["notes"].append(
-                        f"{layout} {state} {name}: failed: "
-                        f"{type(e).__name__}: {str(e)[:300]}")
-                    free_device()
-                    continue
-                secs, n, path_how = best
-                rec = {"layout": layout, "state": state, "method": name,
-                       "ours": ours, "seconds": secs, "tensors": n,
-                       "bytes": nbytes, "gb": nbytes / 1e9,
-                       "gbps": nbytes / secs / 1e9, "how": path_how,
-                       "every_seconds": every}
-                if state == "cold":
-                    rec["evicted_by"] = how
-                state_runs.append(rec)
-                log(f"{layout} {state:5s} {name:26s} {secs:8.3f} s "
-                    f"{rec['gbps']:7.2f} GB/s {path_how} (runs: "
-                    + " ".join(f"{x:.3f}" for x in every) + " s)")
+            reps = args.cold_repeat if state == "cold" else args.repeat
+            state_runs = measure_state(layout, state, path, files, nbytes,
+                                       reps, wanted, args, results)
             peers = [r["gbps"] for r in state_runs if not r["ours"]]
             for r in state_runs:
                 r["ratio"] = r["gbps"] / max(peers) if peers else None

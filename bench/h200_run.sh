@@ -16,7 +16,8 @@
 #   cold7    `weightlift bench --mode cold` on llama2-7b only
 #   coldpaths7  cold `weightlift load` per read backend (uring, pread,
 #            direct), two interleaved rounds, on llama2-7b
-# compare stages: REPEAT (default 3) runs per warm/shm cell, best kept and
+# compare stages: REPEAT (default 3) rounds per warm/shm cell and
+# COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s).
 # Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
 # streamer wheels) with the call.
@@ -119,7 +120,7 @@ stage_compare() {  # LAYOUT [E2E]
   rm -rf "/dev/shm/wl_$1"  # compare.py makes its own tmpfs copy
   synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
   timeout "${COMPARE_TIMEOUT:-560}" python3 bench/compare.py --device cuda:0 --layouts "$1" \
-    --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat "${REPEAT:-3}" --e2e "${2:-none}" \
+    --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat "${REPEAT:-3}" --cold-repeat "${COLD_REPEAT:-2}" --e2e "${2:-none}" \
     --md "$OUT/compare_$1.md" --png "$OUT/compare_$1.png" \
     --json "$OUT/compare_$1.json" > "$OUT/compare_$1.log" 2>&1
   say "compare exit $?"; tail -20 "$OUT/compare_$1.md" >> "$SUMMARY" 2>/dev/null
