@@ -70,6 +70,10 @@ struct LoadOptions {
   // slots of cuda_chunk_bytes, an equal share per thread.
   size_t cuda_chunk_bytes = 0;           // one read = one staging slot
   size_t host_register_piece_bytes = 0;  // host-register: bytes per register
+  // Host Load() only: freed destination buffers of up to 32 MiB are kept,
+  // up to this many bytes in all, for the loader's next loads (saves the
+  // first touch of fresh pages; see src/exec/host_buffer_cache.h). 0: none.
+  size_t host_buffer_cache_bytes = 64u << 20;
 
   // InvalidArgument if a knob is out of range (names the knob and value).
   Status Validate() const;

@@ -11,7 +11,9 @@
 // modulo the O_DIRECT alignment (512 or more), so it always bounces.
 //
 // Load()'s fresh destination is faulted in by a Populator thread running
-// ahead of the readers, so first-touch cost overlaps storage reads.
+// ahead of the readers, so first-touch cost overlaps storage reads. Small
+// destinations freed by earlier loads are reused (HostBufferCache) and need
+// no populating.
 #include "exec/host_loader.h"
 
 #include <sys/mman.h>
@@ -26,6 +28,7 @@
 #include <thread>
 
 #include "exec/executor.h"
+#include "exec/host_buffer_cache.h"
 #include "exec/open_files.h"
 #include "exec/request.h"
 #include "exec/thread_pool.h"
@@ -52,22 +55,9 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 #define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack it
 #endif
 
-// Anonymous mapping owned by a shared_ptr (the LoadedTensor::owner).
-StatusOr<std::shared_ptr<void>> AllocateHost(uint64_t bytes, bool huge) {
-  bytes = std::max<uint64_t>(AlignUp(bytes, kPageAlign), kPageAlign);
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    return Status::ResourceExhausted(
-        "cannot allocate " + std::to_string(bytes) +
-        " bytes of host memory for tensors: " + std::strerror(errno));
-  }
-  // Huge pages: 512x fewer page faults while the reads fill the buffer.
-  if (huge && bytes >= (uint64_t{2} << 20)) {
-    (void)::madvise(p, bytes, MADV_HUGEPAGE);
-  }
-  return std::shared_ptr<void>(p, [bytes](void* q) { ::munmap(q, bytes); });
-}
+// Largest Load() destination the buffer cache keeps for reuse: beyond it
+// the saved first touch is small next to the load itself.
+constexpr uint64_t kCachedBufferMaxBytes = uint64_t{32} << 20;
 
 // Faults in the pages of a fresh destination ahead of the readers, in plan
 // order, with MADV_POPULATE_WRITE: the kernel allocates (zeroes) the pages
@@ -133,6 +123,8 @@ class HostLoader final : public Loader {
              int warm_threads, int cold_threads, FileWrapper wrap)
       : options_(options),
         bounce_(std::move(bounce)),
+        buffers_(HostBufferCache::Create(options.host_buffer_cache_bytes,
+                                         kCachedBufferMaxBytes)),
         warm_threads_(warm_threads),
         cold_threads_(cold_threads),
         pool_(std::max(warm_threads, cold_threads)),
@@ -161,6 +153,7 @@ class HostLoader final : public Loader {
 
   LoadOptions options_;
   std::unique_ptr<BouncePool> bounce_;
+  std::shared_ptr<HostBufferCache> buffers_;  // Load()'s destinations
   // Workers per load: warm_threads_ when every file is buffered (the
   // page-cache copy is CPU-bound: one per core), cold_threads_ when any is
   // O_DIRECT (I/O-bound: more than cores, so the device keeps requests
@@ -300,15 +293,16 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
     pos[k] = p;
     end = p + ti.size;
   }
-  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> memory,
-                      AllocateHost(end, kHugeDestinations));
+  WL_ASSIGN_OR_RETURN(HostBufferCache::Buffer buffer,
+                      buffers_->Acquire(end, kHugeDestinations));
+  std::shared_ptr<void> memory = std::move(buffer.memory);
   std::vector<uintptr_t> dsts(tensors.size());
   const uintptr_t base = reinterpret_cast<uintptr_t>(memory.get());
   for (size_t k = 0; k < tensors.size(); ++k) dsts[k] = base + pos[k];
   report.alloc_seconds = SecondsSince(ta);
 
   WL_RETURN_IF_ERROR(
-      Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/true, &report));
+      Run(ckpt, tensors, opened, dsts, callbacks, buffer.fresh, &report));
 
   result.tensors =
       MakeLoadedTensors(ckpt, tensors, Device::Cpu(), dsts, memory);
