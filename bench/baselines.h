@@ -58,6 +58,15 @@ StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt);
 // it), the hop every loader returning new host memory pays.
 StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes);
 
+// Warm reference for a load into memory that already exists: one thread
+// reads every file from start to end (buffered pread, 8 MiB pieces) into
+// DST, which holds at least the files' total size and was touched before.
+// What `read()` of the files into an existing buffer costs: one page-cache
+// copy with the destination in DRAM (unlike PageCacheCeiling's reused
+// buffer, which stays in the CPU cache).
+StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
+                                    uint64_t dst_bytes);
+
 // Warm ceiling: buffered read() of every byte out of the page cache with
 // THREADS threads (one copy, no destination memory).
 StatusOr<Timing> PageCacheCeiling(const Checkpoint& ckpt, int threads);

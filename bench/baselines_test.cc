@@ -5,9 +5,12 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "bench_runner.h"
 #include "format/synth.h"
@@ -85,6 +88,33 @@ TEST_F(BaselinesTest, CeilingsReadWholeFiles) {
   EXPECT_EQ(p->bytes, FileBytes(c));
 }
 
+TEST_F(BaselinesTest, SequentialReadIntoCopiesTheFilesInOrder) {
+  const Checkpoint c = Open();
+  const uint64_t n = FileBytes(c);
+  std::vector<std::byte> dst(n + 7, std::byte{0x77});
+  StatusOr<Timing> t = SequentialReadInto(c, dst.data(), dst.size());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->bytes, n);
+  // The files, one after the other, byte for byte; nothing written past.
+  uint64_t at = 0;
+  for (const std::string& path : CheckpointFiles(c)) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    ASSERT_NE(f, nullptr) << path;
+    std::vector<std::byte> want(std::filesystem::file_size(path));
+    ASSERT_EQ(std::fread(want.data(), 1, want.size(), f), want.size());
+    std::fclose(f);
+    ASSERT_EQ(std::memcmp(dst.data() + at, want.data(), want.size()), 0)
+        << path;
+    at += want.size();
+  }
+  EXPECT_EQ(dst[n], std::byte{0x77});
+  // One byte too small: refused with the reason, not a write past the end.
+  StatusOr<Timing> small = SequentialReadInto(c, dst.data(), n - 1);
+  EXPECT_EQ(small.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(small.status().message().find("smaller than the files"),
+            std::string::npos);
+}
+
 TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
   const Checkpoint c = Open();
   BenchOptions o;
@@ -105,6 +135,13 @@ TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
   EXPECT_NE(r->Find(kStorageCeiling, Mode::kCold), nullptr);
   EXPECT_NE(r->Find(kPageCacheCeiling, Mode::kWarm), nullptr);
   EXPECT_EQ(r->Find(kPinnedCopy, Mode::kCold), nullptr);  // cpu: none
+  // Host: LoadInto into touched memory, cold and warm, and the sequential
+  // read it is compared with (warm).
+  ASSERT_NE(r->Find(kLoaderInto, Mode::kCold), nullptr);
+  ASSERT_NE(r->Find(kLoaderInto, Mode::kWarm), nullptr);
+  ASSERT_NE(r->Find(kSequentialInto, Mode::kWarm), nullptr);
+  EXPECT_EQ(r->Find(kSequentialInto, Mode::kWarm)->bytes, FileBytes(c));
+  EXPECT_GT(r->RatioOf(kLoaderInto, kSequentialInto, Mode::kWarm), 0);
   EXPECT_DOUBLE_EQ(r->Ratio(kLoader, Mode::kCold), 1.0);
   EXPECT_TRUE(r->have_cold_report && r->have_warm_report);
   EXPECT_EQ(r->cold_report.bytes, c.total_bytes());
@@ -112,6 +149,8 @@ TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
   EXPECT_GT(r->peak_rss_end, 0u);
   const std::string table = r->ToTable();
   EXPECT_NE(table.find("loader / naive mmap + copy"), std::string::npos);
+  EXPECT_NE(table.find("LoadInto / (storage | sequential read)"),
+            std::string::npos);
   EXPECT_NE(r->ToJson().find("\"naive_pread\""), std::string::npos);
 }
 

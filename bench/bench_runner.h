@@ -27,6 +27,12 @@ inline constexpr char kNaiveMmap[] = "naive_mmap";
 inline constexpr char kNaivePread[] = "naive_pread";
 inline constexpr char kPinnedCopy[] = "pinned_h2d_ceiling";
 inline constexpr char kFreshMemory[] = "fresh_memory_ceiling";
+// Host only: the same loader through LoadInto() into memory the bench
+// allocated and touched beforehand, and one thread's buffered read of the
+// files into that memory: the pair separates the engine from the first
+// touch of fresh memory that Load() pays.
+inline constexpr char kLoaderInto[] = "loader_into_touched";
+inline constexpr char kSequentialInto[] = "sequential_read_into_touched";
 
 struct BenchOptions {
   LoadOptions load;  // the loader under test (device, backend, ...)
@@ -35,6 +41,9 @@ struct BenchOptions {
   bool warm = true;
   bool ceilings = true;  // storage / page-cache / pinned-copy ceilings
   bool naive_pread = true;
+  // Host devices: also LoadInto() and a sequential read into pre-touched
+  // memory (holds one more copy of the tensors for the whole bench).
+  bool into_touched = true;
   // Called before each step with a short description ("cold 1/3: loader").
   std::function<void(const std::string&)> on_step;
   // Loader progress within a step (for a progress bar).
@@ -73,6 +82,9 @@ struct BenchReport {
   const Measurement* Find(const std::string& id, Mode mode) const;
   // Median GB/s of the loader divided by that of ID in MODE; 0 if absent.
   double Ratio(const std::string& id, Mode mode) const;
+  // Median GB/s of NUM divided by that of DEN in MODE; 0 if either is absent.
+  double RatioOf(const std::string& num, const std::string& den,
+                 Mode mode) const;
   // The table of GB/s and ratios (several lines).
   std::string ToTable() const;
   // One JSON object.
