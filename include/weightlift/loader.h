@@ -58,6 +58,9 @@ struct LoadCallbacks {
   // tensor's position in the request (LoadResult::tensors / dests).
   std::function<void(size_t index, const TensorInfo& tensor)> on_ready;
   // Progress in bytes delivered; called from loader threads, rate-limited.
+  // Calls may come from several threads at once and a later call may carry
+  // a smaller `done` than an earlier one: keep the maximum, and make the
+  // callback thread-safe.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
 };
 
