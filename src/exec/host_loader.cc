@@ -236,6 +236,12 @@ Status HostLoader::Run(const Checkpoint& ckpt,
           (strerrorname_np(err) ? strerrorname_np(err) : "?") + ")");
     }
   }
+  for (const OpenedFile& f : opened) {
+    if (f.file == nullptr) continue;
+    if (std::string d = f.file->Degraded(); !d.empty()) {
+      report->notes.push_back(f.report.path + ": " + d);
+    }
+  }
   report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;

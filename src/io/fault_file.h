@@ -39,6 +39,10 @@ struct FaultSpec {
   // failing io_uring_enter would (0: never).
   int submit_error_call = 0;
   int submit_errno = 0;
+  // io_uring only: every ring made after the one made at open fails
+  // io_uring_queue_init with -ring_init_errno, as EMFILE or ENOMEM would
+  // when concurrent reads need more rings (0: never).
+  int ring_init_errno = 0;
 };
 
 class FaultInjector {
@@ -56,6 +60,12 @@ class FaultInjector {
   // Filters the return value REAL of one io_uring_submit_and_wait call:
   // returns what the backend should see instead.
   int FilterSubmit(int real);
+
+  // Filters the return value REAL of io_uring_queue_init for a ring made
+  // after the file was opened.
+  int FilterLaterRingInit(int real) const {
+    return spec_.ring_init_errno != 0 ? -spec_.ring_init_errno : real;
+  }
 
   uint64_t calls() const { return calls_.load(); }
   uint64_t eintr_injected() const { return eintr_.load(); }
@@ -94,6 +104,7 @@ class FaultInjectingFile final : public File {
   std::string_view backend_name() const override {
     return inner_->backend_name();
   }
+  std::string Degraded() const override { return inner_->Degraded(); }
   uint64_t reads() const { return reads_.load(); }
 
  private:

@@ -37,6 +37,10 @@ class File {
   virtual size_t alignment() const { return 1; }
   // "pread", "direct", "uring", "mmap", "memory", ...
   virtual std::string_view backend_name() const = 0;
+  // What the backend had to do differently from its name since it was
+  // opened (e.g. reads served by a fallback), one line for a load report;
+  // empty when nothing. Thread-safe.
+  virtual std::string Degraded() const { return {}; }
 };
 
 // Concrete backends (src/io/*_file.cc).

@@ -57,10 +57,18 @@ constexpr int kMaxHardSubmitErrors = 100;
 // One io_uring instance with the file registered at fixed index 0.
 class Ring {
  public:
+  // FAULTS (tests, may be null) can refuse a ring made after open (LATER).
   static StatusOr<std::unique_ptr<Ring>> Create(int fd, unsigned depth,
-                                                const std::string& path) {
+                                                const std::string& path,
+                                                const FaultInjector* faults,
+                                                bool later) {
     auto r = std::unique_ptr<Ring>(new Ring());
-    const int rc = io_uring_queue_init(depth, &r->ring_, 0);
+    int rc = io_uring_queue_init(depth, &r->ring_, 0);
+    if (faults != nullptr && later) {
+      const int filtered = faults->FilterLaterRingInit(rc);
+      if (filtered < 0 && rc == 0) io_uring_queue_exit(&r->ring_);
+      rc = filtered;
+    }
     if (rc < 0) {
       return Status::Unsupported(
           "uring: '" + path +
@@ -113,6 +121,13 @@ class UringFile final : public File {
   const std::string& path() const override { return path_; }
   size_t alignment() const override { return alignment_; }
   std::string_view backend_name() const override { return "uring"; }
+  std::string Degraded() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fallback_reads_ == 0) return {};
+    return std::to_string(fallback_reads_) +
+           " reads went through O_DIRECT pread: no further io_uring ring (" +
+           ring_refusal_ + ")";
+  }
 
  private:
   StatusOr<std::unique_ptr<Ring>> Acquire() {
@@ -124,7 +139,8 @@ class UringFile final : public File {
         return r;
       }
     }
-    return Ring::Create(fd_.get(), depth_, path_);
+    return Ring::Create(fd_.get(), depth_, path_, faults_.get(),
+                        /*later=*/true);
   }
   void Release(std::unique_ptr<Ring> r) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -140,14 +156,27 @@ class UringFile final : public File {
   unsigned depth_;
   uint64_t piece_;
   std::shared_ptr<FaultInjector> faults_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::unique_ptr<Ring>> free_;
+  uint64_t fallback_reads_ = 0;  // guarded by mu_
+  std::string ring_refusal_;     // guarded by mu_: the first refusal
 };
 
 Status UringFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
   WL_RETURN_IF_ERROR(CheckReadArgs(path_, size_, alignment_, offset, dst));
   if (dst.empty()) return Status::OK();
-  WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring, Acquire());
+  StatusOr<std::unique_ptr<Ring>> acquired = Acquire();
+  if (!acquired.ok()) {
+    // More concurrent reads than rings the system will give us (EMFILE,
+    // ENOMEM, a memlock limit): this read goes through the same O_DIRECT fd
+    // with pread, so the load goes on, slower, and the report says so.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fallback_reads_++ == 0) ring_refusal_ = acquired.status().message();
+    }
+    return PreadFully(fd_.get(), path_, alignment_, offset, dst, faults_.get());
+  }
+  std::unique_ptr<Ring> ring = std::move(acquired).value();
   bool broken = false;
   Status s = RunPieces(*ring, offset, dst, &broken);
   if (!broken) Release(std::move(ring));
@@ -286,7 +315,8 @@ StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).
   WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
-                      Ring::Create(fd.get(), depth, path));
+                      Ring::Create(fd.get(), depth, path, options.faults.get(),
+                                   /*later=*/false));
   return std::unique_ptr<File>(new UringFile(path, std::move(fd), size, align,
                                              options, std::move(ring)));
 }
