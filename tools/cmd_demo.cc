@@ -113,6 +113,7 @@ int Run(const DemoArgs& args) {
   bo.repeat = 1;
   bo.ceilings = false;
   bo.naive_pread = false;
+  bo.into_touched = false;  // the demo compares Load() with a naive loader
   // Warm needs the page cache to hold the files while the loaded copy
   // (host loads) and the naive loader's copy live too.
   const uint64_t bytes = ckpt->total_bytes();
