@@ -4,7 +4,8 @@
 For each checkpoint (a directory of .safetensors shards) and each cache
 state it times, with every tensor on the device and torch.cuda.synchronize()
 before the clock stops:
-  weightlift  auto / staging forced / host-register forced (cpu: auto, pread)
+  weightlift  auto / staging forced / host-register forced
+              (cpu: auto, pread, zero-copy views of the file)
   safetensors.torch.load_file(device=...)
   safetensors to cpu, then pinned non_blocking copies (cuda only)
   fastsafetensors (nogds), runai-model-streamer     (skipped when absent)
@@ -264,7 +265,9 @@ def methods(device):
                ("weightlift host-register", m_weightlift(
                    {"host_register": "on", "gds": "off"}), True)]
     else:
-        ms += [("weightlift pread", m_weightlift({"backend": "pread"}), True)]
+        ms += [("weightlift pread", m_weightlift({"backend": "pread"}), True),
+               ("weightlift zero-copy", m_weightlift({"zero_copy": True}),
+                True)]
     ms += [("safetensors", m_safetensors, False)]
     if device.startswith("cuda"):
         ms += [("safetensors+pinned", m_safetensors_pinned, False)]

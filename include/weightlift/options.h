@@ -74,6 +74,11 @@ struct LoadOptions {
   // up to this many bytes in all, for the loader's next loads (saves the
   // first touch of fresh pages; see src/exec/host_buffer_cache.h). 0: none.
   size_t host_buffer_cache_bytes = 64u << 20;
+  // Host Load() only: tensors are views of a private (copy-on-write) mapping
+  // of each file instead of copies, as plain safetensors gives on cpu. Off
+  // by default: the tensors then depend on the file (truncating it while
+  // they live raises SIGBUS), see src/exec/mapped_load.h.
+  bool zero_copy = false;
 
   // InvalidArgument if a knob is out of range (names the knob and value).
   Status Validate() const;

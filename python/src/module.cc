@@ -202,6 +202,7 @@ nb::dict OptionsDict(const LoadOptions& o) {
   d["direct_min_bytes"] = o.direct_min_bytes;
   d["copy_streams"] = o.copy_streams;
   d["resident_threshold"] = o.resident_threshold;
+  d["zero_copy"] = o.zero_copy;
   return d;
 }
 
@@ -238,6 +239,8 @@ LoadOptions OptionsFromDict(const nb::dict& d) {
       o.copy_streams = nb::cast<int>(value);
     } else if (k == "resident_threshold") {
       o.resident_threshold = nb::cast<double>(value);
+    } else if (k == "zero_copy") {
+      o.zero_copy = nb::cast<bool>(value);
     } else {
       Raise(Status::InvalidArgument("unknown load option '" + k + "'"));
     }

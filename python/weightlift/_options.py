@@ -18,6 +18,11 @@ direct_min_bytes   tensors smaller than this go through the bounce buffer
 copy_streams       CUDA streams; 0 = one per thread
 resident_threshold auto: fraction of sampled pages resident to call a file
                    warm
+zero_copy          cpu only, default False: tensors are views of a private
+                   (copy-on-write) mapping of each file, as plain safetensors
+                   gives on cpu; nothing is copied at load time, but the
+                   tensors depend on the file (truncating it while they live
+                   raises SIGBUS)
 =================  =========================================================
 """
 
@@ -29,7 +34,7 @@ from typing import Any, Dict
 OPTION_NAMES = (
     "device", "backend", "gds", "host_register", "threads", "chunk",
     "staging", "queue_depth", "direct_min_bytes", "copy_streams",
-    "resident_threshold",
+    "resident_threshold", "zero_copy",
 )
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
@@ -105,6 +110,10 @@ def normalize(options: Dict[str, Any]) -> Dict[str, Any]:
             out[key] = parse_size(value, key)
         elif key == "resident_threshold":
             out[key] = float(value)
+        elif key == "zero_copy":
+            if not isinstance(value, bool):
+                raise TypeError(f"zero_copy: expected a bool, got {value!r}")
+            out[key] = value
         else:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{key}: expected an int, got {value!r}")

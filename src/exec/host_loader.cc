@@ -29,6 +29,7 @@
 
 #include "exec/executor.h"
 #include "exec/host_buffer_cache.h"
+#include "exec/mapped_load.h"
 #include "exec/open_files.h"
 #include "exec/request.h"
 #include "exec/thread_pool.h"
@@ -278,6 +279,18 @@ StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
   LoadReport& report = result.report;
   report.device = Device::Cpu();
   WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors, ResolveNames(ckpt, names));
+  if (options_.zero_copy) {
+    WL_ASSIGN_OR_RETURN(result, LoadMapped(ckpt, tensors));
+    if (callbacks.on_ready) {
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        callbacks.on_ready(k, ckpt.tensors()[tensors[k]]);
+      }
+    }
+    if (callbacks.on_progress) {
+      callbacks.on_progress(result.report.bytes, result.report.bytes);
+    }
+    return result;
+  }
   std::vector<OpenedFile> opened;
   WL_RETURN_IF_ERROR(Open(ckpt, tensors, &opened, &report));
 

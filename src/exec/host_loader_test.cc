@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -383,6 +384,84 @@ TEST_F(HostLoaderTest, FreedDestinationReusedByNextLoadBitExact) {
       EXPECT_EQ(r->tensors.front().owner.get(), first) << "not reused";
     }
   }
+}
+
+// zero_copy: tensors are views of a private mapping of the file. They hold
+// the file's bytes, point into the file's layout (not 64-byte aligned) unless
+// misaligned for their dtype (then copied, and the report says how many),
+// outlive the loader, and a write to one never reaches the file.
+TEST_F(HostLoaderTest, ZeroCopyViewsOfAPrivateMapping) {
+  LoadOptions o = Options(Backend::kAuto);
+  o.zero_copy = true;
+  std::vector<LoadedTensor> kept;
+  LoadReport report;
+  {
+    auto loader = CreateHostLoader(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    auto r = (*loader)->Load(*ckpt_);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    kept = r->tensors;
+    report = r->report;
+  }
+  ASSERT_EQ(kept.size(), ckpt_->tensors().size());
+  size_t want_copied = 0;
+  const LoadedTensor* mapped = nullptr;  // one that is a view
+  for (const LoadedTensor& t : kept) {
+    const TensorInfo& ti = *ckpt_->Find(t.name);
+    auto want = FileBytes(t.name);
+    ASSERT_EQ(t.size, want.size()) << t.name;
+    ASSERT_NE(t.data, nullptr) << t.name;
+    EXPECT_EQ(std::memcmp(t.data, want.data(), want.size()), 0) << t.name;
+    const int bits = DTypeBits(ti.dtype);
+    const uint64_t elem = bits >= 8 ? bits / 8 : 1;
+    if (t.size == 0) continue;
+    if (ti.offset % elem != 0) {
+      ++want_copied;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u) << t.name;
+    } else {
+      // A view: the address keeps the file offset's place in its page.
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 4096, ti.offset % 4096)
+          << t.name;
+      if (t.size >= 4096) mapped = &t;
+    }
+  }
+  ASSERT_GT(want_copied, 0u) << "the fixture has misaligned tensors";
+  ASSERT_NE(mapped, nullptr);
+  ASSERT_EQ(report.files.size(), 1u);
+  EXPECT_EQ(report.files[0].path_taken, "mmap-view");
+  EXPECT_EQ(report.bytes, ckpt_->total_bytes());
+  ASSERT_EQ(report.notes.size(), 1u);
+  EXPECT_NE(report.notes[0].find(std::to_string(want_copied) + " tensors"),
+            std::string::npos)
+      << report.notes[0];
+  // Copy-on-write: the tensor changes, the file does not.
+  auto* bytes = static_cast<unsigned char*>(const_cast<void*>(mapped->data));
+  bytes[0] ^= 0xff;
+  bytes[mapped->size - 1] ^= 0xff;
+  EXPECT_EQ(ReadFileOrDie(path_), file_bytes_);
+  EXPECT_NE(std::memcmp(mapped->data, FileBytes(mapped->name).data(), 1), 0);
+}
+
+TEST_F(HostLoaderTest, ZeroCopyRefusesAChangedFileAndCudaDevices) {
+  LoadOptions o = Options(Backend::kAuto);
+  o.zero_copy = true;
+  auto loader = CreateHostLoader(o);
+  ASSERT_TRUE(loader.ok());
+  // Grow the file after its header was read: refused, nothing loaded.
+  {
+    std::FILE* f = std::fopen(path_.c_str(), "ab");
+    ASSERT_NE(f, nullptr);
+    std::fputc(0, f);
+    std::fclose(f);
+  }
+  auto r = (*loader)->Load(*ckpt_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find("changed since"), std::string::npos)
+      << r.status().ToString();
+  LoadOptions cuda = o;
+  cuda.device = Device::Cuda(0);
+  EXPECT_EQ(cuda.Validate().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(HostLoaderTest, ShardedCheckpoint) {

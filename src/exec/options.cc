@@ -131,6 +131,11 @@ Status LoadOptions::Validate() const {
                std::to_string(host_register_piece_bytes),
                "must be 0 (auto) or at least 4096 bytes");
   }
+  if (zero_copy && device.is_cuda()) {
+    return Bad("zero_copy", "true",
+               "views of a file mapping are host memory; it applies to "
+               "device cpu only");
+  }
   return Status::OK();
 }
 
