@@ -25,8 +25,9 @@ from typing import Any, Dict
 from . import _core
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
-                      ResourceExhaustedError, TensorNotFoundError,
-                      UnsupportedError, WeightliftError, WeightliftIOError)
+                      ResourceExhaustedError, SafetensorError,
+                      TensorNotFoundError, UnsupportedError, WeightliftError,
+                      WeightliftIOError)
 from ._iter import TensorIterator, iter_tensors
 from ._load_into import load_into
 from ._safe_open import SafeSlice, TensorInfo, safe_open
@@ -79,7 +80,8 @@ __all__ = [
     "release_cached_loaders",
     "CancelledError", "CudaError", "FileReport", "FormatError",
     "InternalError", "InvalidArgumentError", "LoadReport", "NotFoundError",
-    "ResourceExhaustedError", "SafeSlice", "StateDict", "TensorInfo",
+    "ResourceExhaustedError", "SafeSlice", "SafetensorError", "StateDict",
+    "TensorInfo",
     "TensorIterator", "TensorNotFoundError", "UnsupportedError",
     "WeightliftError", "WeightliftIOError", "default_options",
     "iter_tensors", "last_report", "load_checkpoint", "load_into",

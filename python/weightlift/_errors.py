@@ -3,10 +3,21 @@
 Every exception raised by the C++ core carries the C++ Status message
 unchanged, plus ``.code`` (the StatusCode name, e.g. ``"Corruption"``) and
 ``.rule`` (for format violations, the FormatError name such as
-``"range_overlap"``; otherwise ``None``).
+``"range_overlap"``; otherwise ``None``). Format and missing-tensor errors
+are also ``safetensors.SafetensorError`` (when that package is installed),
+as safetensors raises them.
 """
 
 from __future__ import annotations
+
+try:
+    # Code written for safetensors catches its SafetensorError; the format
+    # and missing-tensor errors below derive from it too, so that code keeps
+    # working when the import is switched to weightlift.
+    from safetensors import SafetensorError
+except ImportError:  # safetensors not installed: a stand-in of the same name
+    class SafetensorError(Exception):
+        """Stands in for safetensors.SafetensorError (not installed)."""
 
 
 class WeightliftError(Exception):
@@ -32,7 +43,7 @@ class InvalidArgumentError(WeightliftError, ValueError):
     code = "InvalidArgument"
 
 
-class FormatError(WeightliftError, ValueError):
+class FormatError(WeightliftError, ValueError, SafetensorError):
     """The bytes break the safetensors format; ``.rule`` names the rule."""
 
     code = "Corruption"
@@ -58,7 +69,7 @@ class NotFoundError(WeightliftIOError, FileNotFoundError):
     code = "NotFound"
 
 
-class TensorNotFoundError(WeightliftError, KeyError):
+class TensorNotFoundError(WeightliftError, KeyError, SafetensorError):
     """A tensor name asked of an open checkpoint is not in it."""
 
     code = "NotFound"

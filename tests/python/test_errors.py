@@ -105,6 +105,43 @@ def test_missing_tensor(tmp_path):
             f.get_slice("y")
 
 
+def test_code_catching_safetensors_errors_still_catches(tmp_path):
+    """Switching the import must keep `except SafetensorError` working for
+    what safetensors raises as one: format errors and missing tensors."""
+    import safetensors
+    assert weightlift.SafetensorError is safetensors.SafetensorError
+    path = str(tmp_path / "a.safetensors")
+    safetensors.torch.save_file({"x": torch.zeros(1)}, path)
+    with weightlift.safe_open(path, "pt") as f:
+        with pytest.raises(safetensors.SafetensorError):
+            f.get_tensor("y")
+    bad = str(tmp_path / "bad.safetensors")
+    with open(bad, "wb") as f:
+        f.write(struct.pack("<Q", 8) + b"{bad js}")
+    for load in (weightlift.torch.load_file, weightlift.numpy.load_file):
+        with pytest.raises(safetensors.SafetensorError) as e:
+            load(bad)
+        assert isinstance(e.value, ValueError)  # and still our hierarchy
+        assert isinstance(e.value, weightlift.FormatError)
+    # I/O errors stay OSError subclasses, as safetensors raises them.
+    assert not issubclass(weightlift.NotFoundError, safetensors.SafetensorError)
+
+
+def test_without_safetensors_a_stand_in_of_the_same_name():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['safetensors'] = None\n"
+            "import weightlift\n"
+            "E = weightlift.SafetensorError\n"
+            "assert E.__module__ == 'weightlift._errors', E\n"
+            "assert issubclass(weightlift.FormatError, E)\n"
+            "assert issubclass(weightlift.TensorNotFoundError, E)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_bad_options(tmp_path):
     path = str(tmp_path / "a.safetensors")
     safetensors.torch.save_file({"x": torch.zeros(1)}, path)
