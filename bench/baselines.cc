@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "io/io_util.h"
 #include "io/page_cache.h"
 #include "io/raw_read.h"
 #include "util/clock.h"
@@ -280,35 +280,20 @@ StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
   const auto start = std::chrono::steady_clock::now();
   uint64_t at = 0;
   for (const std::string& path : CheckpointFiles(ckpt)) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IoErrorFromErrno(path + ": open", errno);
-    struct stat st {};
-    Status s;
-    if (::fstat(fd, &st) != 0) {
-      s = Status::IoErrorFromErrno(path + ": fstat", errno);
-    } else if (static_cast<uint64_t>(st.st_size) > dst_bytes - at) {
-      s = Status::InvalidArgument(path + ": destination of " +
-                                  std::to_string(dst_bytes) +
-                                  " bytes is smaller than the files");
+    WL_ASSIGN_OR_RETURN(internal::UniqueFd fd,
+                        internal::OpenReadOnly(path, 0, "sequential read"));
+    WL_ASSIGN_OR_RETURN(uint64_t size, internal::FdSize(fd.get(), path));
+    if (size > dst_bytes - at) {
+      return Status::InvalidArgument(path + ": destination of " +
+                                     std::to_string(dst_bytes) +
+                                     " bytes is smaller than the files");
     }
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
-    for (uint64_t off = 0; s.ok() && off < size;) {
-      const size_t want = static_cast<size_t>(std::min(kPiece, size - off));
-      const ssize_t n = ::pread(fd, dst + at, want, static_cast<off_t>(off));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        s = Status::IoErrorFromErrno(path + ": pread at " + std::to_string(off),
-                                     errno);
-      } else if (n == 0) {
-        s = Status::IoError(path + ": end of file at " + std::to_string(off) +
-                            " of " + std::to_string(size) + " bytes");
-      } else {
-        off += static_cast<uint64_t>(n);
-        at += static_cast<uint64_t>(n);
-      }
+    for (uint64_t off = 0; off < size; off += kPiece) {
+      const uint64_t n = std::min(kPiece, size - off);
+      WL_RETURN_IF_ERROR(internal::PreadFully(fd.get(), path, 1, off,
+                                              {dst + at + off, n}, nullptr));
     }
-    ::close(fd);
-    WL_RETURN_IF_ERROR(s);
+    at += size;
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -134,6 +134,17 @@ uint64_t TensorLayoutBytes(const Checkpoint& ckpt) {
   return at;
 }
 
+// The distinct paths a load's files took, in file order: "uring, pread".
+std::string PathsTaken(const LoadReport& r) {
+  std::string out;
+  for (const FileReport& f : r.files) {
+    if (out.find(f.path_taken) == std::string::npos) {
+      out += (out.empty() ? "" : ", ") + f.path_taken;
+    }
+  }
+  return out;
+}
+
 int CeilingThreads(const LoadOptions& o) {
   if (o.threads > 0) return o.threads;
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
@@ -252,13 +263,8 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
           "loader delivered " + std::to_string(result->report.bytes) +
           " bytes of " + std::to_string(ckpt.total_bytes()));
     }
-    std::string method;
-    for (const FileReport& f : result->report.files) {
-      if (method.find(f.path_taken) == std::string::npos) {
-        method += (method.empty() ? "" : ", ") + f.path_taken;
-      }
-    }
-    rows.Add(kLoader, loader_label, mode, ckpt.total_bytes(), secs, method);
+    rows.Add(kLoader, loader_label, mode, ckpt.total_bytes(), secs,
+             PathsTaken(result->report));
     if (mode == Mode::kCold) {
       report.cold_report = result->report;
       report.have_cold_report = true;
@@ -290,14 +296,8 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
     const double secs =
         std::chrono::duration<double>(Clock::now() - start).count();
     if (!s.ok()) return s.WithContext("loader (LoadInto)");
-    std::string method;
-    for (const FileReport& f : rep.files) {
-      if (method.find(f.path_taken) == std::string::npos) {
-        method += (method.empty() ? "" : ", ") + f.path_taken;
-      }
-    }
     rows.Add(kLoaderInto, "weightlift LoadInto -> touched host memory", mode,
-             ckpt.total_bytes(), secs, method);
+             ckpt.total_bytes(), secs, PathsTaken(rep));
     return Status::OK();
   };
   auto run_naive_mmap = [&](Mode mode) -> Status {

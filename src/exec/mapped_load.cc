@@ -1,9 +1,6 @@
 #include "exec/mapped_load.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -11,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "exec/open_files.h"
 #include "exec/request.h"
+#include "io/io_util.h"
 #include "util/clock.h"
 
 namespace weightlift::internal {
@@ -36,53 +35,29 @@ struct MappedFiles {
   }
 };
 
-std::string Errno(int err) {
-  const char* name = strerrorname_np(err);
-  return std::string(std::strerror(err)) + " (" + (name ? name : "?") + ")";
-}
-
 // Maps FILE privately (read + copy-on-write); checks it is still the size
 // its header was read at.
 Status MapFile(const FileInfo& info, MappedFiles::Mapping* out) {
   const std::string& path =
       info.resolved_path.empty() ? info.path : info.resolved_path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::IoError("zero_copy: cannot open '" + info.path +
-                           "': " + Errno(errno));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::IoError("zero_copy: fstat '" + info.path +
-                           "': " + Errno(err));
-  }
-  if (static_cast<uint64_t>(st.st_size) != info.size) {
-    ::close(fd);
-    return Status::IoError("file '" + info.path + "' is now " +
-                           std::to_string(st.st_size) + " bytes but had " +
-                           std::to_string(info.size) +
-                           " when its header was read (changed since "
-                           "Checkpoint::Open)");
-  }
-  if (info.size == 0) {
-    ::close(fd);
-    return Status::OK();
-  }
+  WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, 0, "zero_copy"));
+  WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd.get(), path));
+  WL_RETURN_IF_ERROR(CheckUnchangedSize(info, size));
+  if (size == 0) return Status::OK();
+  // The mapping keeps the file; FD closes on return.
   void* p =
-      ::mmap(nullptr, info.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  const int err = errno;
-  ::close(fd);  // the mapping keeps the file
+      ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
   if (p == MAP_FAILED) {
-    return Status::IoError("zero_copy: cannot map '" + info.path + "' (" +
-                           std::to_string(info.size) +
-                           " bytes): " + Errno(err));
+    const int err = errno;
+    return Status::IoErrorFromErrno("zero_copy: cannot map '" + info.path +
+                                        "' (" + std::to_string(size) +
+                                        " bytes)",
+                                    err);
   }
   // Starts readahead of a cold file now, so first touches find pages.
-  (void)::madvise(p, info.size, MADV_WILLNEED);
+  (void)::madvise(p, size, MADV_WILLNEED);
   out->base = p;
-  out->bytes = info.size;
+  out->bytes = size;
   return Status::OK();
 }
 

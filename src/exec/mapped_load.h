@@ -26,8 +26,8 @@ namespace weightlift::internal {
 
 // TENSORS: indices into ckpt.tensors() in request order. Fills
 // result.tensors and result.report (device cpu, path "mmap-view" per file).
-// IoError naming the file when it cannot be opened or mapped, or when its
-// size differs from the size its header was read at.
+// NotFound / IoError naming the file when it cannot be opened or mapped, or
+// (IoError) when its size differs from the size its header was read at.
 StatusOr<LoadResult> LoadMapped(const Checkpoint& ckpt,
                                 const std::vector<uint32_t>& tensors);
 

@@ -114,15 +114,18 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
           "requested (backend=" + std::string(BackendName(options.backend)) +
           ")";
     }
-    if (out[i].file->size() != info.size) {
-      return Status::IoError("file '" + info.path + "' is now " +
-                             std::to_string(out[i].file->size()) +
-                             " bytes but had " + std::to_string(info.size) +
-                             " when its header was read (changed since "
-                             "Checkpoint::Open)");
-    }
+    WL_RETURN_IF_ERROR(CheckUnchangedSize(info, out[i].file->size()));
   }
   return out;
+}
+
+Status CheckUnchangedSize(const FileInfo& info, uint64_t size_now) {
+  if (size_now == info.size) return Status::OK();
+  return Status::IoError("file '" + info.path + "' is now " +
+                         std::to_string(size_now) + " bytes but had " +
+                         std::to_string(info.size) +
+                         " when its header was read (changed since "
+                         "Checkpoint::Open)");
 }
 
 }  // namespace weightlift::internal

@@ -31,4 +31,9 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes);
 
+// OK when a file opened now has SIZE_NOW bytes, the size INFO's header was
+// read at; else the IoError every loader path reports for a file that
+// changed since Checkpoint::Open.
+Status CheckUnchangedSize(const FileInfo& info, uint64_t size_now);
+
 }  // namespace weightlift::internal
