@@ -67,6 +67,14 @@ StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes);
 StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
                                     uint64_t dst_bytes);
 
+// Warm reference for a load that returns new memory (what Load() does):
+// one thread reads each file from start to end (buffered pread, 8 MiB
+// pieces) into a new anonymous buffer of the file's size, as `f.read()` or
+// `cat` into memory would, and keeps every buffer until the pass ends. The
+// timer covers the allocation, the first touch of the new pages and the
+// copy out of the page cache; the buffers are given back after it stops.
+StatusOr<Timing> SequentialReadFresh(const Checkpoint& ckpt);
+
 // Warm ceiling: buffered read() of every byte out of the page cache with
 // THREADS threads (one copy, no destination memory).
 StatusOr<Timing> PageCacheCeiling(const Checkpoint& ckpt, int threads);

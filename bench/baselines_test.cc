@@ -115,6 +115,30 @@ TEST_F(BaselinesTest, SequentialReadIntoCopiesTheFilesInOrder) {
             std::string::npos);
 }
 
+TEST_F(BaselinesTest, SequentialReadFreshReadsWholeFilesAndNamesAMissingOne) {
+  const Checkpoint c = Open();
+  StatusOr<Timing> t = SequentialReadFresh(c);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->bytes, FileBytes(c));
+  EXPECT_GT(t->seconds, 0);
+  EXPECT_NE(t->method.find("new buffer per file"), std::string::npos);
+
+  // A file gone after the checkpoint was opened: the error names it.
+  const std::string copy = *dir_ + "-fresh-copy";
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(*dir_, copy);
+  StatusOr<Checkpoint> opened = Checkpoint::Open(copy);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const std::string gone = CheckpointFiles(*opened).back();
+  std::filesystem::remove(gone);
+  StatusOr<Timing> missing = SequentialReadFresh(*opened);
+  std::filesystem::remove_all(copy);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find(gone), std::string::npos)
+      << missing.status().ToString();
+}
+
 TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
   const Checkpoint c = Open();
   BenchOptions o;
@@ -142,6 +166,11 @@ TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
   ASSERT_NE(r->Find(kSequentialInto, Mode::kWarm), nullptr);
   EXPECT_EQ(r->Find(kSequentialInto, Mode::kWarm)->bytes, FileBytes(c));
   EXPECT_GT(r->RatioOf(kLoaderInto, kSequentialInto, Mode::kWarm), 0);
+  // Load()'s own warm reference: the files read into new memory.
+  ASSERT_NE(r->Find(kSequentialFresh, Mode::kWarm), nullptr);
+  EXPECT_EQ(r->Find(kSequentialFresh, Mode::kCold), nullptr);
+  EXPECT_EQ(r->Find(kSequentialFresh, Mode::kWarm)->bytes, FileBytes(c));
+  EXPECT_GT(r->Ratio(kSequentialFresh, Mode::kWarm), 0);
   EXPECT_DOUBLE_EQ(r->Ratio(kLoader, Mode::kCold), 1.0);
   EXPECT_TRUE(r->have_cold_report && r->have_warm_report);
   EXPECT_EQ(r->cold_report.bytes, c.total_bytes());
@@ -152,6 +181,11 @@ TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
   EXPECT_NE(table.find("LoadInto / (storage | sequential read)"),
             std::string::npos);
   EXPECT_NE(r->ToJson().find("\"naive_pread\""), std::string::npos);
+  EXPECT_NE(table.find("loader / sequential read into fresh memory"),
+            std::string::npos);
+  const std::string json = r->ToJson();
+  EXPECT_NE(json.find("\"sequential_read_into_fresh\": "), std::string::npos);
+  EXPECT_NE(json.find("\"loader_into_touched\": "), std::string::npos);
 }
 
 TEST(Measurement, MedianAndBest) {

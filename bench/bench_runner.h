@@ -33,6 +33,10 @@ inline constexpr char kFreshMemory[] = "fresh_memory_ceiling";
 // touch of fresh memory that Load() pays.
 inline constexpr char kLoaderInto[] = "loader_into_touched";
 inline constexpr char kSequentialInto[] = "sequential_read_into_touched";
+// Host only: one thread's buffered read of the files into new memory (a
+// buffer per file), the warm reference for Load(), which also returns new
+// memory and so pays the same first touch.
+inline constexpr char kSequentialFresh[] = "sequential_read_into_fresh";
 
 struct BenchOptions {
   LoadOptions load;  // the loader under test (device, backend, ...)
