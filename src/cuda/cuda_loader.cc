@@ -140,6 +140,7 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   std::vector<bool> needed = FilesNeeded(ckpt, job.tensors);
   WL_ASSIGN_OR_RETURN(std::vector<OpenedFile> opened,
                       OpenCheckpointFiles(ckpt, options_, needed, &notes));
+  WrapOpenedFiles(hooks_.wrap_file, &opened);
   WL_ASSIGN_OR_RETURN(
       std::vector<FileChoice> files,
       ChoosePaths(ckpt, options_, needed, opened, host_register_, report));
@@ -164,6 +165,7 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
                   *pool_);
   }
   for (FileChoice& f : files) f.gds = GdsFile();  // deregister, close
+  AppendDegradedNotes(opened, &notes);
   report->transfer_seconds = SecondsSince(t_xfer);
   if (job.failed) return job.first_error();
   report->bytes = job.delivered.load();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "exec/open_files.h"
 #include "weightlift/loader.h"
 
 namespace weightlift::internal {
@@ -22,6 +23,9 @@ struct CudaLoaderHooks {
   // device current. Its time counts in report.seconds but not in
   // report.alloc_seconds. bench/gpu_sweep.cc uses it to touch fresh memory.
   std::function<void(void* base, uint64_t bytes)> after_alloc;
+  // Sees every File the loader opens and returns the File to use instead
+  // (fault injection in tests; see FileWrapper).
+  FileWrapper wrap_file;
 };
 StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
                                                    CudaLoaderHooks hooks);

@@ -173,12 +173,7 @@ Status HostLoader::Open(const Checkpoint& ckpt,
   WL_ASSIGN_OR_RETURN(
       *opened, OpenCheckpointFiles(ckpt, options_, FilesNeeded(ckpt, tensors),
                                    &report->notes));
-  if (wrap_) {
-    for (size_t i = 0; i < opened->size(); ++i) {
-      auto& f = (*opened)[i].file;
-      if (f) f = wrap_(std::move(f), static_cast<uint32_t>(i));
-    }
-  }
+  WrapOpenedFiles(wrap_, opened);
   report->open_seconds = SecondsSince(t);
   return Status::OK();
 }
@@ -237,12 +232,7 @@ Status HostLoader::Run(const Checkpoint& ckpt,
           (strerrorname_np(err) ? strerrorname_np(err) : "?") + ")");
     }
   }
-  for (const OpenedFile& f : opened) {
-    if (f.file == nullptr) continue;
-    if (std::string d = f.file->Degraded(); !d.empty()) {
-      report->notes.push_back(f.report.path + ": " + d);
-    }
-  }
+  AppendDegradedNotes(opened, &report->notes);
   report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -322,6 +323,44 @@ TEST_F(HostLoaderTest, InjectedErrorMidLoadReturnsErrorAndNoResult) {
     ASSERT_TRUE(r2.ok()) << r2.status().ToString();
     ExpectExact(*r2);
   }
+}
+
+// When the io_uring backend cannot get a ring for a concurrent read (the
+// system refuses more: EMFILE here, for every ring after the first), that
+// read goes through pread on the same O_DIRECT fd: the load is bit-exact
+// and its report says how many reads fell back and why.
+TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
+  LoadOptions o = Options(Backend::kUring);
+  o.threads = 8;
+  o.chunk_bytes = 64 << 10;  // many chunks, so reads overlap
+  FaultSpec spec;
+  spec.ring_init_errno = EMFILE;
+  std::string reopen_error;
+  auto loader = CreateHostLoader(
+      o, [&](std::unique_ptr<File> f, uint32_t) -> std::unique_ptr<File> {
+        auto g = ReopenWithFaults(*f, IoBackend::kUring, spec);
+        if (!g.ok()) {
+          reopen_error = g.status().ToString();
+          return f;
+        }
+        return std::move(g).value();
+      });
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ckpt_);
+  if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << r.status().ToString();
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(reopen_error, "");
+  ExpectExact(*r);
+  bool noted = false;
+  for (const std::string& n : r->report.notes) {
+    noted |= n.find(path_) != std::string::npos &&
+             n.find("reads went through O_DIRECT pread") != std::string::npos &&
+             n.find(std::strerror(EMFILE)) != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << "no note about the refused rings; notes: "
+                     << ::testing::PrintToString(r->report.notes);
 }
 
 TEST_F(HostLoaderTest, FileChangedSinceOpenIsIoError) {

@@ -128,4 +128,22 @@ Status CheckUnchangedSize(const FileInfo& info, uint64_t size_now) {
                          "Checkpoint::Open)");
 }
 
+void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened) {
+  if (!wrap) return;
+  for (size_t i = 0; i < opened->size(); ++i) {
+    std::unique_ptr<File>& f = (*opened)[i].file;
+    if (f) f = wrap(std::move(f), static_cast<uint32_t>(i));
+  }
+}
+
+void AppendDegradedNotes(const std::vector<OpenedFile>& opened,
+                         std::vector<std::string>* notes) {
+  for (const OpenedFile& f : opened) {
+    if (f.file == nullptr) continue;
+    if (std::string d = f.file->Degraded(); !d.empty()) {
+      notes->push_back(f.report.path + ": " + d);
+    }
+  }
+}
+
 }  // namespace weightlift::internal

@@ -2,6 +2,7 @@
 // why each backend was chosen. Shared by the host and CUDA loaders.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -30,6 +31,23 @@ struct OpenedFile {
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes);
+
+// Tests only: sees every File a loader opens (with the index of its
+// checkpoint file) and returns the File to use instead, e.g. a
+// FaultInjectingFile that fails mid-load. Given to CreateHostLoader or in
+// CudaLoaderHooks.
+using FileWrapper =
+    std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>;
+
+// Passes every opened file of OPENED through WRAP (nothing when it is
+// empty).
+void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened);
+
+// Adds to NOTES, for each opened file that served some of its reads in a
+// fallback way (File::Degraded), the file's path and what happened. Called
+// by every loader once its reads are done, failed or not.
+void AppendDegradedNotes(const std::vector<OpenedFile>& opened,
+                         std::vector<std::string>* notes);
 
 // OK when a file opened now has SIZE_NOW bytes, the size INFO's header was
 // read at; else the IoError every loader path reports for a file that

@@ -80,4 +80,12 @@ Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
   return inner_->ReadAt(offset, dst);
 }
 
+StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
+                                                 IoBackend backend,
+                                                 const FaultSpec& spec) {
+  IoOptions io;
+  io.faults = std::make_shared<FaultInjector>(spec);
+  return OpenFile(f.path(), backend, io);
+}
+
 }  // namespace weightlift::internal

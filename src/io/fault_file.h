@@ -113,4 +113,12 @@ class FaultInjectingFile final : public File {
   std::atomic<uint64_t> reads_{0};
 };
 
+// Tests: opens F's path again with BACKEND and SPEC's faults injected below
+// the backend (refused io_uring rings, EINTR, short reads), for loader
+// tests that can only wrap files already opened. The open's error if the
+// backend cannot serve the file.
+StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
+                                                 IoBackend backend,
+                                                 const FaultSpec& spec);
+
 }  // namespace weightlift::internal

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -19,7 +20,9 @@
 #include <vector>
 
 #include "cuda/baselines.h"
+#include "cuda/cuda_loader.h"
 #include "cuda/cufile_lib.h"
+#include "io/fault_file.h"
 #include "io/page_cache.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
@@ -281,6 +284,51 @@ TEST_F(CudaLoaderTest, ColdFileThroughDirectIoBitExact) {
   EXPECT_EQ(CheckExact(*ck, *r), 0);
   std::cout << "cold: " << r->report.files[0].path_taken << " -- "
             << r->report.files[0].reason << "\n";
+}
+
+// The staging path reads through the same io_uring backend as the host
+// loader: when further rings are refused (EMFILE, injected), concurrent
+// reads go through pread on the O_DIRECT fd, the load stays bit-exact and
+// the CUDA report carries the fallback note.
+TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
+  std::string path = Write("rings.safetensors", AllDTypeSpecs(), 6);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  LoadOptions o = Cuda();
+  o.backend = Backend::kUring;
+  o.gds = GdsMode::kOff;
+  o.host_register = HostRegisterMode::kOff;  // staging: reads via the File
+  o.threads = 8;
+  o.chunk_bytes = 64 << 10;
+  internal::FaultSpec spec;
+  spec.ring_init_errno = EMFILE;
+  std::string reopen_error;
+  internal::CudaLoaderHooks hooks;
+  hooks.wrap_file = [&](std::unique_ptr<internal::File> f,
+                        uint32_t) -> std::unique_ptr<internal::File> {
+    auto g = internal::ReopenWithFaults(*f, internal::IoBackend::kUring, spec);
+    if (!g.ok()) {
+      reopen_error = g.status().ToString();
+      return f;
+    }
+    return std::move(g).value();
+  };
+  auto loader = internal::CreateCudaLoader(o, std::move(hooks));
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ck);
+  if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << r.status().ToString();
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(reopen_error, "");
+  EXPECT_EQ(CheckExact(*ck, *r), 0);
+  bool noted = false;
+  for (const std::string& n : r->report.notes) {
+    noted |= n.find("reads went through O_DIRECT pread") != std::string::npos &&
+             n.find(std::strerror(EMFILE)) != std::string::npos;
+  }
+  EXPECT_TRUE(noted) << "no note about the refused rings; notes: "
+                     << ::testing::PrintToString(r->report.notes);
 }
 
 TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {
