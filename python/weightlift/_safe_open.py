@@ -7,12 +7,14 @@
 
 Opening validates every header (no tensor data is read). ``get_tensor``
 loads one tensor through the C++ loader onto DEVICE; the result is a
-zero-copy view that outlives the handle. ``get_slice(name)[...]`` on host
-memory reads only the selected rows when the index picks a contiguous range
-of the first dimension (``[a:b]``, ``[a:b, :]``, ``[i]``, ``[a:b, ...]``);
-any other index loads the whole tensor once (cached on the slice object) and
-returns a copy of the requested part. Either way the result owns exactly its
-own bytes and never pins the full tensor's memory.
+zero-copy view that outlives the handle. ``get_slice(name)[...]`` reads
+only the selected rows when the index picks a contiguous range of the first
+dimension (``[a:b]``, ``[a:b, :]``, ``[i]``, ``[a:b, ...]``): into host
+memory, then (for a cuda handle) one copy of just those rows to the device,
+as a tensor-parallel rank that needs its shard of a weight wants. Any other
+index loads the whole tensor once (cached on the slice object) and returns a
+copy of the requested part. Either way the result owns exactly its own
+bytes and never pins the full tensor's memory.
 """
 
 from __future__ import annotations
@@ -231,7 +233,7 @@ def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
 
 class SafeSlice:
     """``get_slice(name)``: shape and dtype without loading. Indexing a
-    contiguous row range of a host tensor reads just those rows; any other
+    contiguous row range reads just those rows (on any device); any other
     index loads the tensor (once) and returns a copy of the selected part."""
 
     def __init__(self, handle: safe_open, info: TensorInfo):
@@ -261,12 +263,13 @@ class SafeSlice:
         return part.clone() if hasattr(part, "clone") else part.copy()
 
     def _read_rows(self, index):
-        """The fast path: INDEX as rows read straight from the file, or None
-        where it does not apply (cuda, sub-byte dtypes, other indices, or
-        the whole tensor already loaded)."""
+        """The fast path: INDEX as rows read straight from the file (then
+        copied to the handle's device), or None where it does not apply
+        (sub-byte dtypes, other indices, or the whole tensor already
+        loaded)."""
         h, info = self._handle, self._info
         h._check_open()
-        if self._full is not None or h._device != "cpu":
+        if self._full is not None:
             return None
         if _dtypes.BITS.get(info.dtype, 0) % 8 != 0:
             return None  # F4 / F6: rows need not be whole bytes
@@ -294,4 +297,7 @@ class SafeSlice:
             _pread_exact(h._resolved[info.file],
                          info.offset + start * row_bytes,
                          memoryview(mem).cast("B"), info.name)
-        return view(buf, info.dtype, shape)
+        part = view(buf, info.dtype, shape)
+        if h._device != "cpu":  # framework "pt": np handles are cpu only
+            part = part.to(h._device)
+        return part
