@@ -16,6 +16,8 @@
 #   cold7    `weightlift bench --mode cold` on llama2-7b only
 #   coldpaths7  cold `weightlift load` per read backend (uring, pread,
 #            direct), two interleaved rounds, on llama2-7b
+#   host7    `weightlift bench --device cpu --mode warm` on llama2-7b: the
+#            host loader against its warm references on this machine
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s).
@@ -141,6 +143,16 @@ stage_coldpaths() {  # LAYOUT: cold load per read backend, interleaved twice
   done
 }
 
+stage_host() {  # LAYOUT: host loads, warm, against the warm references
+  local disk=/var/tmp/wl_$1
+  say "-- host $1"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  /usr/bin/time -v "$WL" bench "$disk" --device cpu --repeat 2 --mode warm \
+    > "$OUT/host_$1.log" 2>&1
+  grep -E "weightlift|ceiling|sequential|loader /|LoadInto /|naive|RSS|Maximum resident" \
+    "$OUT/host_$1.log" >> "$SUMMARY"
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -152,6 +164,7 @@ for s in "$@"; do
     e2e) stage_compare llama2-7b auto ;;
     cold7) stage_cold llama2-7b ;;
     coldpaths7) stage_coldpaths llama2-7b ;;
+    host7) stage_host llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done
