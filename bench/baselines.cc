@@ -275,35 +275,34 @@ StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes) {
   return t;
 }
 
-StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
-                                    uint64_t dst_bytes) {
+namespace {
+
+// Where one file's bytes go: given the file's path and size, a destination
+// of at least that many bytes, or the reason there is none.
+using FileDestination =
+    std::function<StatusOr<std::byte*>(const std::string& path, uint64_t)>;
+
+// One thread reads every file of CKPT from start to end (buffered pread,
+// 8 MiB pieces) into the destination DEST_FOR gives it; returns the bytes.
+StatusOr<uint64_t> ReadFilesInOrder(const Checkpoint& ckpt,
+                                    const FileDestination& dest_for) {
   constexpr uint64_t kPiece = 8u << 20;
-  const auto start = std::chrono::steady_clock::now();
-  uint64_t at = 0;
+  uint64_t total = 0;
   for (const std::string& path : CheckpointFiles(ckpt)) {
     WL_ASSIGN_OR_RETURN(internal::UniqueFd fd,
                         internal::OpenReadOnly(path, 0, "sequential read"));
     WL_ASSIGN_OR_RETURN(uint64_t size, internal::FdSize(fd.get(), path));
-    if (size > dst_bytes - at) {
-      return Status::InvalidArgument(path + ": destination of " +
-                                     std::to_string(dst_bytes) +
-                                     " bytes is smaller than the files");
-    }
+    if (size == 0) continue;
+    WL_ASSIGN_OR_RETURN(std::byte * dst, dest_for(path, size));
     for (uint64_t off = 0; off < size; off += kPiece) {
       const uint64_t n = std::min(kPiece, size - off);
       WL_RETURN_IF_ERROR(internal::PreadFully(fd.get(), path, 1, off,
-                                              {dst + at + off, n}, nullptr));
+                                              {dst + off, n}, nullptr));
     }
-    at += size;
+    total += size;
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  return Timing{at, secs,
-                "buffered pread, 1 thread, 8 MiB pieces, into touched memory"};
+  return total;
 }
-
-namespace {
 
 // An anonymous mapping given back with munmap.
 class AnonymousBuffer {
@@ -325,35 +324,47 @@ class AnonymousBuffer {
 
 }  // namespace
 
+StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
+                                    uint64_t dst_bytes) {
+  const auto start = Clock::now();
+  uint64_t at = 0;
+  WL_ASSIGN_OR_RETURN(
+      uint64_t total,
+      ReadFilesInOrder(
+          ckpt,
+          [&](const std::string& path, uint64_t size) -> StatusOr<std::byte*> {
+            if (size > dst_bytes - at) {
+              return Status::InvalidArgument(
+                  path + ": destination of " + std::to_string(dst_bytes) +
+                  " bytes is smaller than the files");
+            }
+            std::byte* here = dst + at;
+            at += size;
+            return here;
+          }));
+  return Timing{total, SecondsSince(start),
+                "buffered pread, 1 thread, 8 MiB pieces, into touched memory"};
+}
+
 StatusOr<Timing> SequentialReadFresh(const Checkpoint& ckpt) {
-  constexpr uint64_t kPiece = 8u << 20;
   std::vector<AnonymousBuffer> kept;  // held to the end, as a load holds
-  const auto start = std::chrono::steady_clock::now();
-  uint64_t total = 0;
-  for (const std::string& path : CheckpointFiles(ckpt)) {
-    WL_ASSIGN_OR_RETURN(internal::UniqueFd fd,
-                        internal::OpenReadOnly(path, 0, "sequential read"));
-    WL_ASSIGN_OR_RETURN(uint64_t size, internal::FdSize(fd.get(), path));
-    if (size == 0) continue;
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      return Status::ResourceExhausted(
-          path + ": sequential read: mmap of " + std::to_string(size) +
-          " bytes of fresh memory: " + std::strerror(errno));
-    }
-    kept.emplace_back(static_cast<std::byte*>(p), size);
-    for (uint64_t off = 0; off < size; off += kPiece) {
-      const uint64_t n = std::min(kPiece, size - off);
-      WL_RETURN_IF_ERROR(internal::PreadFully(
-          fd.get(), path, 1, off, {kept.back().data() + off, n}, nullptr));
-    }
-    total += size;
-  }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  return Timing{total, secs,
+  const auto start = Clock::now();
+  WL_ASSIGN_OR_RETURN(
+      uint64_t total,
+      ReadFilesInOrder(
+          ckpt,
+          [&](const std::string& path, uint64_t size) -> StatusOr<std::byte*> {
+            void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) {
+              return Status::ResourceExhausted(
+                  path + ": sequential read: mmap of " + std::to_string(size) +
+                  " bytes of fresh memory: " + std::strerror(errno));
+            }
+            kept.emplace_back(static_cast<std::byte*>(p), size);
+            return kept.back().data();
+          }));
+  return Timing{total, SecondsSince(start),
                 "buffered pread, 1 thread, 8 MiB pieces, into a new buffer "
                 "per file"};
 }
