@@ -291,7 +291,9 @@ TEST_F(CudaLoaderTest, ColdFileThroughDirectIoBitExact) {
 // reads go through pread on the O_DIRECT fd, the load stays bit-exact and
 // the CUDA report carries the fallback note.
 TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
-  std::string path = Write("rings.safetensors", AllDTypeSpecs(), 6);
+  std::vector<TensorSpec> specs = AllDTypeSpecs();
+  specs.push_back(Spec("big", "U8", {24u << 20}));  // 384 reads of 64 KiB
+  std::string path = Write("rings.safetensors", specs, 6);
   auto ck = Checkpoint::Open(path);
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
   LoadOptions o = Cuda();
@@ -299,7 +301,7 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   o.gds = GdsMode::kOff;
   o.host_register = HostRegisterMode::kOff;  // staging: reads via the File
   o.threads = 8;
-  o.chunk_bytes = 64 << 10;
+  o.cuda_chunk_bytes = 64 << 10;  // many slots, so reads overlap
   internal::FaultSpec spec;
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
