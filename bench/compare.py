@@ -459,12 +459,16 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
     Rounds go round-robin over the methods (round 1 runs every method, then
     round 2 ...), so a disk or machine whose speed drifts over minutes drifts
     under all methods alike instead of favouring whoever ran first. Each
-    method keeps its best run; every run's seconds go to the log and json.
+    round starts one method later than the one before (round 2 starts with
+    the second method ...), so no method always runs first after another
+    method's memory was given back. Each method keeps its best run; every
+    run's seconds and its place in its round go to the log and json.
     """
-    best, every, how_evicted, dropped = {}, {}, {}, set()
+    best, every, places, how_evicted, dropped = {}, {}, {}, {}, set()
     ms = [m for m in methods(args.device) if not wanted or m[0] in wanted]
-    for _ in range(reps):
-        for name, fn, ours in ms:
+    for rnd in range(reps):
+        shift = rnd % len(ms) if ms else 0
+        for place, (name, fn, ours) in enumerate(ms[shift:] + ms[:shift]):
             if name in dropped:
                 continue
             try:
@@ -487,6 +491,7 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
                 dropped.add(name)
                 continue
             every.setdefault(name, []).append(secs)
+            places.setdefault(name, []).append(place + 1)
             if name not in best or secs < best[name][0]:
                 best[name] = (secs, n, path_how)
     runs = []
@@ -497,13 +502,15 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
         rec = {"layout": layout, "state": state, "method": name,
                "ours": ours, "seconds": secs, "tensors": n, "bytes": nbytes,
                "gb": nbytes / 1e9, "gbps": nbytes / secs / 1e9,
-               "how": path_how, "every_seconds": every[name]}
+               "how": path_how, "every_seconds": every[name],
+               "every_place_in_round": places[name]}
         if state == "cold":
             rec["evicted_by"] = how_evicted[name]
         runs.append(rec)
         log(f"{layout} {state:5s} {name:26s} {secs:8.3f} s "
             f"{rec['gbps']:7.2f} GB/s {path_how} (runs: "
-            + " ".join(f"{x:.3f}" for x in every[name]) + " s)")
+            + " ".join(f"{x:.3f}" for x in every[name]) + " s; places: "
+            + " ".join(str(p) for p in places[name]) + ")")
     return runs
 
 

@@ -20,7 +20,8 @@
 #            host loader against its warm references on this machine
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
-# every run logged; COMPARE_TIMEOUT (default 560 s).
+# every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
+# cold,warm,shm).
 # Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
 # streamer wheels) with the call.
 set -u -o pipefail
@@ -123,6 +124,7 @@ stage_compare() {  # LAYOUT [E2E]
   synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
   timeout "${COMPARE_TIMEOUT:-560}" python3 bench/compare.py --device cuda:0 --layouts "$1" \
     --dir "$1=/var/tmp/wl_$1" --cli "$WL" --repeat "${REPEAT:-3}" --cold-repeat "${COLD_REPEAT:-2}" --e2e "${2:-none}" \
+    --modes "${MODES:-cold,warm,shm}" \
     --md "$OUT/compare_$1.md" --png "$OUT/compare_$1.png" \
     --json "$OUT/compare_$1.json" > "$OUT/compare_$1.log" 2>&1
   say "compare exit $?"; tail -20 "$OUT/compare_$1.md" >> "$SUMMARY" 2>/dev/null
