@@ -24,7 +24,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
   python3 python3-dev python3-venv python3-numpy python3-torch
 
 .PHONY: all deps deps-apt deps-python deps-carry build demo test test-cpp \
-  test-python fuzz format-check format bench clean
+  test-python fuzz format-check format bench microbench clean
 
 all: build
 
@@ -88,6 +88,10 @@ bench: build
 	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \
 	  ./$(BUILD)/weightlift synth --layout $(BENCH_LAYOUT) --shards 2 $(BENCH_DIR)
 	./$(BUILD)/weightlift bench $(BENCH_DIR)
+
+# Google Benchmark microbenchmarks of header/index parsing and read planning.
+microbench: build
+	./$(BUILD)/bench/micro_bench
 
 clean:
 	rm -rf $(BUILD) build-fuzz
