@@ -22,6 +22,15 @@
 namespace weightlift::internal {
 namespace {
 
+// Set when any benchmark could not run its work (main then exits 1, so the
+// ctest that runs every benchmark once can fail).
+bool g_failed = false;
+
+void Fail(benchmark::State& state, const std::string& why) {
+  g_failed = true;
+  state.SkipWithError(why.c_str());
+}
+
 std::span<const std::byte> AsBytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
@@ -63,14 +72,14 @@ HeaderInput MakeHeader(int n) {
 void BM_ParseHeader(benchmark::State& state) {
   const HeaderInput h = MakeHeader(static_cast<int>(state.range(0)));
   if (h.json.empty()) {
-    state.SkipWithError("could not build the header");
+    Fail(state, "could not build the header");
     return;
   }
   for (auto _ : state) {
     StatusOr<ParsedHeader> p =
         ParseHeader(AsBytes(h.json), h.json.size(), h.file_size, "bench");
     if (!p.ok()) {
-      state.SkipWithError(p.status().ToString().c_str());
+      Fail(state, p.status().ToString());
       return;
     }
     benchmark::DoNotOptimize(p->tensors.data());
@@ -92,7 +101,7 @@ void BM_ParseIndex(benchmark::State& state) {
   for (auto _ : state) {
     StatusOr<ParsedIndex> p = ParseIndex(AsBytes(json), "bench-index");
     if (!p.ok()) {
-      state.SkipWithError(p.status().ToString().c_str());
+      Fail(state, p.status().ToString());
       return;
     }
     benchmark::DoNotOptimize(p->weight_map.size());
@@ -127,6 +136,11 @@ void BM_MakePlan(benchmark::State& state) {
   const std::vector<PlanFile> files = {file};
   for (auto _ : state) {
     Plan p = MakePlan(segments, files, segments.size(), PlanOptions{});
+    if (p.bytes_delivered != uint64_t(n) * kTensorBytes) {
+      Fail(state, "the plan delivers " + std::to_string(p.bytes_delivered) +
+                      " bytes, not " + std::to_string(n * kTensorBytes));
+      return;
+    }
     benchmark::DoNotOptimize(p.chunks.data());
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * n);
@@ -140,4 +154,10 @@ BENCHMARK(BM_MakePlan)
 }  // namespace
 }  // namespace weightlift::internal
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return weightlift::internal::g_failed ? 1 : 0;
+}
