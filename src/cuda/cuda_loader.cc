@@ -60,6 +60,13 @@ class CudaLoader final : public Loader {
   // Runs JOB (destinations already set) and fills REPORT.
   Status Run(Job& job, LoadReport* report);
   void FillReportHeader(LoadReport* r) const;
+  // Memory the io_uring files of a load of LOAD_BYTES register for their
+  // reads: the staging ring, for loads large enough to repay it.
+  std::vector<std::span<std::byte>> RegisteredMemory(
+      uint64_t load_bytes) const {
+    if (!staging_) return {};
+    return MemoryToRegister(staging_->ring(), load_bytes, options_);
+  }
 
   LoadOptions options_;
   CudaLoaderHooks hooks_;
@@ -139,7 +146,8 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   notes.insert(notes.end(), config_.notes.begin(), config_.notes.end());
   std::vector<bool> needed = FilesNeeded(ckpt, job.tensors);
   WL_ASSIGN_OR_RETURN(std::vector<OpenedFile> opened,
-                      OpenCheckpointFiles(ckpt, options_, needed, &notes));
+                      OpenCheckpointFiles(ckpt, options_, needed, &notes,
+                                          RegisteredMemory(job.total)));
   WrapOpenedFiles(hooks_.wrap_file, &opened);
   WL_ASSIGN_OR_RETURN(
       std::vector<FileChoice> files,
@@ -166,6 +174,9 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   }
   for (FileChoice& f : files) f.gds = GdsFile();  // deregister, close
   AppendDegradedNotes(opened, &notes);
+  if (std::string n = RegisteredReadsNote(opened); !n.empty()) {
+    notes.push_back(std::move(n));
+  }
   report->transfer_seconds = SecondsSince(t_xfer);
   if (job.failed) return job.first_error();
   report->bytes = job.delivered.load();

@@ -33,6 +33,8 @@ class StagingPipeline {
         slot_bytes_(slot_bytes) {}
 
   uint64_t ring_bytes() const { return ring_.size(); }
+  // The pinned ring's memory (io_uring registers it for its reads).
+  std::span<std::byte> ring() const { return {ring_.data(), ring_.size()}; }
 
   // Runs PLAN (chunks of at most slot_bytes, aligned for FILES[c.file]) on
   // min(pool.size(), chunks) workers; worker w copies on

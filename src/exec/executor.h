@@ -41,6 +41,8 @@ class BouncePool {
   size_t slot_bytes() const { return slot_bytes_; }
   int slots() const { return slots_; }
   size_t total_bytes() const { return total_bytes_; }
+  // All the slots' memory (io_uring registers it: IoOptions::fixed_buffers).
+  std::span<std::byte> memory() const { return {base_, total_bytes_}; }
 
   // Blocks until a slot is free. Thread-safe.
   std::byte* Acquire();

@@ -170,9 +170,12 @@ Status HostLoader::Open(const Checkpoint& ckpt,
                         const std::vector<uint32_t>& tensors,
                         std::vector<OpenedFile>* opened, LoadReport* report) {
   const auto t = Clock::now();
+  uint64_t load_bytes = 0;
+  for (uint32_t idx : tensors) load_bytes += ckpt.tensors()[idx].size;
   WL_ASSIGN_OR_RETURN(
-      *opened, OpenCheckpointFiles(ckpt, options_, FilesNeeded(ckpt, tensors),
-                                   &report->notes));
+      *opened, OpenCheckpointFiles(
+                   ckpt, options_, FilesNeeded(ckpt, tensors), &report->notes,
+                   MemoryToRegister(bounce_->memory(), load_bytes, options_)));
   WrapOpenedFiles(wrap_, opened);
   report->open_seconds = SecondsSince(t);
   return Status::OK();
@@ -233,6 +236,9 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     }
   }
   AppendDegradedNotes(opened, &report->notes);
+  if (std::string n = RegisteredReadsNote(opened); !n.empty()) {
+    report->notes.push_back(std::move(n));
+  }
   report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;

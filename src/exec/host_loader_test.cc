@@ -363,6 +363,33 @@ TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
                      << ::testing::PrintToString(r->report.notes);
 }
 
+// io_uring reads that land in the bounce ring use it as a registered
+// buffer (IORING_OP_READ_FIXED) once the load is large enough to repay the
+// registration (uring_register_min_bytes; 0 here), and say so; a small load
+// under the default threshold does not register. Bit-exact either way.
+TEST_F(HostLoaderTest, UringBounceReadsUseRegisteredBuffers) {
+  for (size_t min_bytes : {size_t{0}, LoadOptions{}.uring_register_min_bytes}) {
+    LoadOptions o = Options(Backend::kUring);
+    o.uring_register_min_bytes = min_bytes;
+    auto loader = CreateHostLoader(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    auto r = (*loader)->Load(*ckpt_);
+    if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+      GTEST_SKIP() << r.status().ToString();
+    }
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ExpectExact(*r);
+    bool registered = false;
+    for (const std::string& n : r->report.notes) {
+      registered |=
+          n.find("io_uring reads into registered buffers") != std::string::npos;
+    }
+    EXPECT_EQ(registered, min_bytes == 0)
+        << "min_bytes " << min_bytes
+        << ", notes: " << ::testing::PrintToString(r->report.notes);
+  }
+}
+
 TEST_F(HostLoaderTest, FileChangedSinceOpenIsIoError) {
   auto loader = CreateHostLoader(Options(Backend::kAuto));
   ASSERT_TRUE(loader.ok());

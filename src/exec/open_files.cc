@@ -82,9 +82,11 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
 
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
-    const std::vector<bool>& needed, std::vector<std::string>* notes) {
+    const std::vector<bool>& needed, std::vector<std::string>* notes,
+    std::vector<std::span<std::byte>> fixed_buffers) {
   IoOptions io;
   io.queue_depth = options.queue_depth;
+  io.fixed_buffers = std::move(fixed_buffers);
   std::vector<OpenedFile> out(ckpt.files().size());
   for (size_t i = 0; i < ckpt.files().size(); ++i) {
     const FileInfo& info = ckpt.files()[i];
@@ -134,6 +136,24 @@ void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened) {
     std::unique_ptr<File>& f = (*opened)[i].file;
     if (f) f = wrap(std::move(f), static_cast<uint32_t>(i));
   }
+}
+
+std::vector<std::span<std::byte>> MemoryToRegister(std::span<std::byte> memory,
+                                                   uint64_t load_bytes,
+                                                   const LoadOptions& options) {
+  if (memory.empty() || load_bytes < options.uring_register_min_bytes) {
+    return {};
+  }
+  return {memory};
+}
+
+std::string RegisteredReadsNote(const std::vector<OpenedFile>& opened) {
+  uint64_t n = 0;
+  for (const OpenedFile& f : opened) {
+    if (f.file != nullptr) n += f.file->registered_buffer_reads();
+  }
+  if (n == 0) return {};
+  return std::to_string(n) + " io_uring reads into registered buffers";
 }
 
 void AppendDegradedNotes(const std::vector<OpenedFile>& opened,

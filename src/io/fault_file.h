@@ -43,6 +43,9 @@ struct FaultSpec {
   // io_uring_queue_init with -ring_init_errno, as EMFILE or ENOMEM would
   // when concurrent reads need more rings (0: never).
   int ring_init_errno = 0;
+  // io_uring only: io_uring_register_buffers fails with -register_errno on
+  // every ring (as ENOMEM under a memlock limit would) (0: never).
+  int register_buffers_errno = 0;
 };
 
 class FaultInjector {
@@ -65,6 +68,12 @@ class FaultInjector {
   // after the file was opened.
   int FilterLaterRingInit(int real) const {
     return spec_.ring_init_errno != 0 ? -spec_.ring_init_errno : real;
+  }
+
+  // Filters the return value REAL of io_uring_register_buffers.
+  int FilterRegisterBuffers(int real) const {
+    return spec_.register_buffers_errno != 0 ? -spec_.register_buffers_errno
+                                             : real;
   }
 
   uint64_t calls() const { return calls_.load(); }

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "weightlift/status.h"
 
@@ -41,6 +42,9 @@ class File {
   // opened (e.g. reads served by a fallback), one line for a load report;
   // empty when nothing. Thread-safe.
   virtual std::string Degraded() const { return {}; }
+  // io_uring: reads that landed in a registered buffer (IoOptions::
+  // fixed_buffers) through IORING_OP_READ_FIXED; 0 for other backends.
+  virtual uint64_t registered_buffer_reads() const { return 0; }
 };
 
 // Concrete backends (src/io/*_file.cc).
@@ -55,6 +59,14 @@ struct IoOptions {
   // Tests only: injects short reads, EINTR and EIO below the backends' retry
   // loops (pread, direct and uring; ignored by mmap).
   std::shared_ptr<FaultInjector> faults;
+  // io_uring: long-lived memory that reads often land in (a loader's bounce
+  // or staging ring), registered with every ring the File makes
+  // (io_uring_register_buffers). A read piece wholly inside one region is
+  // submitted as IORING_OP_READ_FIXED, so the kernel does not pin and unpin
+  // its pages per read. Must stay mapped for the File's whole life. If the
+  // kernel refuses the registration (a memlock limit, say), reads go the
+  // plain way and Degraded() says why.
+  std::vector<std::span<std::byte>> fixed_buffers;
 };
 
 // Opens PATH with BACKEND. Unsupported (with the reason) when the backend

@@ -471,6 +471,70 @@ TEST(UringTest, RefusedExtraRingFallsBackToDirectPread) {
   EXPECT_NE(d.find(std::strerror(EMFILE)), std::string::npos) << d;
 }
 
+// Memory registered with the rings (a loader's bounce ring) is read into
+// with IORING_OP_READ_FIXED; pieces outside it, or crossing its end, go the
+// plain way; every read is bit-exact either way.
+TEST(UringTest, ReadsIntoRegisteredBuffersUseReadFixed) {
+  TempDir dir;
+  const uint64_t size = 256 * 4096;
+  const auto bytes = RandomBytes(size, 44);
+  const std::string p = dir.File("fixed");
+  WriteFileOrDie(p, bytes);
+  Buffer registered(64 * 4096);
+  IoOptions io;
+  io.uring_piece_bytes = 2 * 4096;
+  // Only the first 32 pages of the buffer are registered.
+  io.fixed_buffers = {{registered.data(), 32 * 4096}};
+  auto f = OpenFile(p, IoBackend::kUring, io);
+  if (!f.ok()) GTEST_SKIP() << f.status().ToString();
+  ASSERT_EQ((*f)->Degraded(), "") << "registration refused here";
+  // Wholly inside: 8 pages = 4 pieces, all fixed.
+  ASSERT_TRUE((*f)->ReadAt(16 * 4096, {registered.data(), 8 * 4096}).ok());
+  EXPECT_EQ(std::memcmp(registered.data(), bytes.data() + 16 * 4096, 8 * 4096),
+            0);
+  EXPECT_EQ((*f)->registered_buffer_reads(), 4u);
+  // From page 28 to 36: the two pieces before page 32 are fixed, the two
+  // after it are not (they lie outside the registered region).
+  ASSERT_TRUE(
+      (*f)->ReadAt(40 * 4096, {registered.data() + 28 * 4096, 8 * 4096}).ok());
+  EXPECT_EQ(std::memcmp(registered.data() + 28 * 4096, bytes.data() + 40 * 4096,
+                        8 * 4096),
+            0);
+  EXPECT_EQ((*f)->registered_buffer_reads(), 6u);
+  // Memory that was never registered: plain reads.
+  Buffer other(8 * 4096);
+  ASSERT_TRUE((*f)->ReadAt(0, {other.data(), 8 * 4096}).ok());
+  EXPECT_EQ(std::memcmp(other.data(), bytes.data(), 8 * 4096), 0);
+  EXPECT_EQ((*f)->registered_buffer_reads(), 6u);
+}
+
+// A kernel that refuses the registration (ENOMEM, as under a memlock limit)
+// leaves the file readable the plain way, and Degraded() says so.
+TEST(UringTest, RefusedBufferRegistrationFallsBackToPlainReads) {
+  TempDir dir;
+  const uint64_t size = 64 * 4096;
+  const auto bytes = RandomBytes(size, 45);
+  const std::string p = dir.File("refused");
+  WriteFileOrDie(p, bytes);
+  Buffer registered(16 * 4096);
+  FaultSpec spec;
+  spec.register_buffers_errno = ENOMEM;
+  IoOptions io;
+  io.fixed_buffers = {{registered.data(), 16 * 4096}};
+  io.faults = std::make_shared<FaultInjector>(spec);
+  auto f = OpenFile(p, IoBackend::kUring, io);
+  if (!f.ok()) GTEST_SKIP() << f.status().ToString();
+  ASSERT_TRUE((*f)->ReadAt(8 * 4096, {registered.data(), 16 * 4096}).ok());
+  EXPECT_EQ(std::memcmp(registered.data(), bytes.data() + 8 * 4096, 16 * 4096),
+            0);
+  EXPECT_EQ((*f)->registered_buffer_reads(), 0u);
+  const std::string d = (*f)->Degraded();
+  EXPECT_NE(d.find("refused the registered buffers on 1 ring"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("ENOMEM"), std::string::npos) << d;
+}
+
 // --- pieces that are not a backend ---------------------------------------
 
 TEST(OpenFileTest, MissingFileIsNotFound) {

@@ -6,10 +6,14 @@
 // ReadAt takes one (creating it on first need), uses it alone and gives it
 // back. The pool grows to the number of threads reading the file at once.
 // Each ring has the file registered (IORING_REGISTER_FILES) so submissions
-// skip the per-request fd lookup.
+// skip the per-request fd lookup, and the loader's long-lived bounce or
+// staging memory registered (IORING_REGISTER_BUFFERS) so reads into it skip
+// the per-read page pinning (IORING_OP_READ_FIXED).
 #include <fcntl.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -58,10 +62,12 @@ constexpr int kMaxHardSubmitErrors = 100;
 class Ring {
  public:
   // FAULTS (tests, may be null) can refuse a ring made after open (LATER).
-  static StatusOr<std::unique_ptr<Ring>> Create(int fd, unsigned depth,
-                                                const std::string& path,
-                                                const FaultInjector* faults,
-                                                bool later) {
+  // BUFFERS (may be empty) are registered with the ring; a refusal leaves
+  // the ring usable without them and is returned in *REGISTER_ERRNO.
+  static StatusOr<std::unique_ptr<Ring>> Create(
+      int fd, unsigned depth, const std::string& path,
+      const FaultInjector* faults, bool later,
+      const std::vector<iovec>& buffers, int* register_errno) {
     auto r = std::unique_ptr<Ring>(new Ring());
     int rc = io_uring_queue_init(depth, &r->ring_, 0);
     if (faults != nullptr && later) {
@@ -79,6 +85,18 @@ class Ring {
     // Registration is an optimisation: without it submissions use the fd.
     r->fixed_ = io_uring_register_files(&r->ring_, &fd, 1) == 0;
     r->fd_ = fd;
+    *register_errno = 0;
+    if (!buffers.empty()) {
+      int reg = io_uring_register_buffers(
+          &r->ring_, buffers.data(), static_cast<unsigned>(buffers.size()));
+      if (faults != nullptr) {
+        const int filtered = faults->FilterRegisterBuffers(reg);
+        if (filtered < 0 && reg == 0) io_uring_unregister_buffers(&r->ring_);
+        reg = filtered;
+      }
+      r->buffers_ = reg == 0;
+      if (reg < 0) *register_errno = -reg;
+    }
     return r;
   }
   ~Ring() {
@@ -86,6 +104,8 @@ class Ring {
   }
   io_uring* get() { return &ring_; }
   bool fixed() const { return fixed_; }
+  // The File's fixed_buffers are registered with this ring.
+  bool buffers() const { return buffers_; }
   int fd() const { return fd_; }
 
  private:
@@ -93,13 +113,36 @@ class Ring {
   io_uring ring_{};
   bool initialized_ = false;
   bool fixed_ = false;
+  bool buffers_ = false;
   int fd_ = -1;
 };
+
+// The kernel takes at most 1 GiB per registered buffer: larger regions are
+// registered as several consecutive iovecs.
+constexpr size_t kMaxRegisteredBytes = size_t{1} << 30;
+
+std::vector<iovec> RegistrationIovecs(
+    const std::vector<std::span<std::byte>>& regions) {
+  std::vector<iovec> out;
+  for (std::span<std::byte> r : regions) {
+    for (size_t at = 0; at < r.size(); at += kMaxRegisteredBytes) {
+      out.push_back(
+          {r.data() + at, std::min(kMaxRegisteredBytes, r.size() - at)});
+    }
+  }
+  return out;
+}
+
+std::string ErrnoText(int e) {
+  return std::string(std::strerror(e)) + " (" +
+         (strerrorname_np(e) ? strerrorname_np(e) : "?") + ")";
+}
 
 class UringFile final : public File {
  public:
   UringFile(std::string path, UniqueFd fd, uint64_t size, size_t alignment,
-            const IoOptions& options, std::unique_ptr<Ring> first)
+            const IoOptions& options, std::vector<iovec> buffers,
+            std::unique_ptr<Ring> first, int first_register_errno)
       : path_(std::move(path)),
         fd_(std::move(fd)),
         size_(size),
@@ -112,7 +155,9 @@ class UringFile final : public File {
             alignment, AlignUp(std::min<uint64_t>(options.uring_piece_bytes,
                                                   kMaxBytesPerSyscall),
                                alignment))),
-        faults_(options.faults) {
+        faults_(options.faults),
+        buffers_(std::move(buffers)) {
+    NoteRegistration(first_register_errno);
     free_.push_back(std::move(first));
   }
 
@@ -123,10 +168,23 @@ class UringFile final : public File {
   std::string_view backend_name() const override { return "uring"; }
   std::string Degraded() const override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fallback_reads_ == 0) return {};
-    return std::to_string(fallback_reads_) +
-           " reads went through O_DIRECT pread: no further io_uring ring (" +
-           ring_refusal_ + ")";
+    std::string out;
+    if (fallback_reads_ > 0) {
+      out = std::to_string(fallback_reads_) +
+            " reads went through O_DIRECT pread: no further io_uring ring (" +
+            ring_refusal_ + ")";
+    }
+    if (register_refused_ > 0) {
+      if (!out.empty()) out += "; ";
+      out += "io_uring refused the registered buffers on " +
+             std::to_string(register_refused_) + " ring" +
+             (register_refused_ == 1 ? "" : "s") + " (" + register_refusal_ +
+             "): plain reads there";
+    }
+    return out;
+  }
+  uint64_t registered_buffer_reads() const override {
+    return registered_reads_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -139,8 +197,28 @@ class UringFile final : public File {
         return r;
       }
     }
-    return Ring::Create(fd_.get(), depth_, path_, faults_.get(),
-                        /*later=*/true);
+    int register_errno = 0;
+    StatusOr<std::unique_ptr<Ring>> r =
+        Ring::Create(fd_.get(), depth_, path_, faults_.get(), /*later=*/true,
+                     buffers_, &register_errno);
+    if (r.ok()) NoteRegistration(register_errno);
+    return r;
+  }
+  void NoteRegistration(int register_errno) {
+    if (register_errno == 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (register_refused_++ == 0) register_refusal_ = ErrnoText(register_errno);
+  }
+  // Index of the registered iovec that holds [P, P + N) wholly, or -1.
+  int RegisteredIndex(const std::byte* p, uint64_t n) const {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const auto* base = static_cast<const std::byte*>(buffers_[i].iov_base);
+      if (p >= base && n <= buffers_[i].iov_len &&
+          static_cast<size_t>(p - base) <= buffers_[i].iov_len - n) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
   }
   void Release(std::unique_ptr<Ring> r) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -156,10 +234,14 @@ class UringFile final : public File {
   unsigned depth_;
   uint64_t piece_;
   std::shared_ptr<FaultInjector> faults_;
+  const std::vector<iovec> buffers_;  // registered with every ring
+  std::atomic<uint64_t> registered_reads_{0};
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Ring>> free_;
-  uint64_t fallback_reads_ = 0;  // guarded by mu_
-  std::string ring_refusal_;     // guarded by mu_: the first refusal
+  uint64_t fallback_reads_ = 0;    // guarded by mu_
+  std::string ring_refusal_;       // guarded by mu_: the first refusal
+  uint64_t register_refused_ = 0;  // guarded by mu_: rings without buffers
+  std::string register_refusal_;   // guarded by mu_: the first reason
 };
 
 Status UringFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
@@ -214,15 +296,18 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
     // sqe is always free here.
     Piece& pc = pieces[i];
     pc.asked = pc.length - pc.done;
-    void* buf = dst.data() + pc.start + pc.done;
+    std::byte* buf = dst.data() + pc.start + pc.done;
     const uint64_t at = offset + pc.start + pc.done;
-    if (ring.fixed()) {
-      io_uring_prep_read(sqe, 0, buf, static_cast<unsigned>(pc.asked), at);
-      sqe->flags |= IOSQE_FIXED_FILE;
+    const int fd = ring.fixed() ? 0 : ring.fd();
+    const int index = ring.buffers() ? RegisteredIndex(buf, pc.asked) : -1;
+    if (index >= 0) {
+      io_uring_prep_read_fixed(sqe, fd, buf, static_cast<unsigned>(pc.asked),
+                               at, index);
+      registered_reads_.fetch_add(1, std::memory_order_relaxed);
     } else {
-      io_uring_prep_read(sqe, ring.fd(), buf, static_cast<unsigned>(pc.asked),
-                         at);
+      io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(pc.asked), at);
     }
+    if (ring.fixed()) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, i);
     ++inflight;
   };
@@ -314,11 +399,14 @@ StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
       static_cast<unsigned>(std::clamp(options.queue_depth, 1, kMaxDepth));
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).
+  std::vector<iovec> buffers = RegistrationIovecs(options.fixed_buffers);
+  int register_errno = 0;
   WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
                       Ring::Create(fd.get(), depth, path, options.faults.get(),
-                                   /*later=*/false));
+                                   /*later=*/false, buffers, &register_errno));
   return std::unique_ptr<File>(new UringFile(path, std::move(fd), size, align,
-                                             options, std::move(ring)));
+                                             options, std::move(buffers),
+                                             std::move(ring), register_errno));
 }
 
 #endif  // WL_HAVE_URING

@@ -333,6 +333,34 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
                      << ::testing::PrintToString(r->report.notes);
 }
 
+// Cold reads through io_uring land in the pinned staging ring, which is
+// registered with the rings (IORING_OP_READ_FIXED) when the load is large
+// enough (0 here): bit-exact, and the report says how many reads did.
+TEST_F(CudaLoaderTest, UringReadsIntoTheRegisteredStagingRing) {
+  std::string path = Write("fixed.safetensors", AllDTypeSpecs(), 7);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  LoadOptions o = Cuda();
+  o.backend = Backend::kUring;
+  o.gds = GdsMode::kOff;
+  o.host_register = HostRegisterMode::kOff;
+  o.uring_register_min_bytes = 0;
+  auto loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ck);
+  if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << r.status().ToString();
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(CheckExact(*ck, *r), 0);
+  bool registered = false;
+  for (const std::string& n : r->report.notes) {
+    registered |=
+        n.find("io_uring reads into registered buffers") != std::string::npos;
+  }
+  EXPECT_TRUE(registered) << ::testing::PrintToString(r->report.notes);
+}
+
 TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {
   std::string path = Write("dst.safetensors", AllDTypeSpecs(), 5);
   auto ck = Checkpoint::Open(path);
