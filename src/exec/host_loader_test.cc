@@ -337,14 +337,7 @@ TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
   auto loader = CreateHostLoader(
-      o, [&](std::unique_ptr<File> f, uint32_t) -> std::unique_ptr<File> {
-        auto g = ReopenWithFaults(*f, IoBackend::kUring, spec);
-        if (!g.ok()) {
-          reopen_error = g.status().ToString();
-          return f;
-        }
-        return std::move(g).value();
-      });
+      o, ReopeningWithFaults(IoBackend::kUring, spec, &reopen_error));
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto r = (*loader)->Load(*ckpt_);
   if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {

@@ -88,4 +88,18 @@ StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
   return OpenFile(f.path(), backend, io);
 }
 
+std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>
+ReopeningWithFaults(IoBackend backend, const FaultSpec& spec,
+                    std::string* error) {
+  return [backend, spec, error](std::unique_ptr<File> f,
+                                uint32_t) -> std::unique_ptr<File> {
+    StatusOr<std::unique_ptr<File>> g = ReopenWithFaults(*f, backend, spec);
+    if (!g.ok()) {
+      if (error->empty()) *error = g.status().ToString();
+      return f;
+    }
+    return std::move(g).value();
+  };
+}
+
 }  // namespace weightlift::internal

@@ -130,4 +130,12 @@ StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
                                                  IoBackend backend,
                                                  const FaultSpec& spec);
 
+// Tests: a file wrapper for a loader (the FileWrapper of exec/open_files.h)
+// that reopens every file it is given with ReopenWithFaults. A file that
+// cannot be reopened is kept as it was and the first such error is stored
+// in *ERROR (which must outlive the wrapper).
+std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>
+ReopeningWithFaults(IoBackend backend, const FaultSpec& spec,
+                    std::string* error);
+
 }  // namespace weightlift::internal

@@ -306,15 +306,8 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
   internal::CudaLoaderHooks hooks;
-  hooks.wrap_file = [&](std::unique_ptr<internal::File> f,
-                        uint32_t) -> std::unique_ptr<internal::File> {
-    auto g = internal::ReopenWithFaults(*f, internal::IoBackend::kUring, spec);
-    if (!g.ok()) {
-      reopen_error = g.status().ToString();
-      return f;
-    }
-    return std::move(g).value();
-  };
+  hooks.wrap_file = internal::ReopeningWithFaults(internal::IoBackend::kUring,
+                                                  spec, &reopen_error);
   auto loader = internal::CreateCudaLoader(o, std::move(hooks));
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto r = (*loader)->Load(*ck);
