@@ -357,9 +357,11 @@ StatusOr<Timing> SequentialReadFresh(const Checkpoint& ckpt) {
             void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) {
+              const int e = errno;
               return Status::ResourceExhausted(
                   path + ": sequential read: mmap of " + std::to_string(size) +
-                  " bytes of fresh memory: " + std::strerror(errno));
+                  " bytes of fresh memory: " + std::strerror(e) + " (" +
+                  (strerrorname_np(e) ? strerrorname_np(e) : "?") + ")");
             }
             kept.emplace_back(static_cast<std::byte*>(p), size);
             return kept.back().data();

@@ -185,7 +185,8 @@ TEST_F(BaselinesTest, RunBenchCpuRowsAndRatios) {
             std::string::npos);
   const std::string json = r->ToJson();
   EXPECT_NE(json.find("\"sequential_read_into_fresh\": "), std::string::npos);
-  EXPECT_NE(json.find("\"loader_into_touched\": "), std::string::npos);
+  EXPECT_NE(json.find("\"loader_into_touched_over_its_reference\": "),
+            std::string::npos);
 }
 
 TEST(Measurement, MedianAndBest) {

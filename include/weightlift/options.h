@@ -80,10 +80,11 @@ struct LoadOptions {
   // they live raises SIGBUS), see src/exec/mapped_load.h.
   bool zero_copy = false;
   // io_uring reads: the loader's bounce / staging memory is registered with
-  // each ring (IORING_OP_READ_FIXED, no page pinning per read) for loads of
-  // at least this many tensor bytes. Registering pins the whole ring once
-  // per io_uring ring (4-7 ms for 128 MiB on the development VM), which
-  // pays off only over many reads. 0: always; SIZE_MAX: never.
+  // each ring (IORING_OP_READ_FIXED, no page pinning per read) for loads,
+  // and files, of at least this many bytes. Registering pins the whole ring
+  // once per io_uring ring (4-7 ms for 128 MiB on the development VM), which
+  // pays off only over many reads; a refusal is not retried by the loader.
+  // 0: always; SIZE_MAX: never.
   size_t uring_register_min_bytes = 256u << 20;
 
   // InvalidArgument if a knob is out of range (names the knob and value).

@@ -271,6 +271,10 @@ class SafeSlice:
         h._check_open()
         if self._full is not None:
             return None
+        if h._device != "cpu" and h._loader is None:
+            # The device is checked as get_tensor checks it (a cuda handle
+            # without CUDA is UnsupportedError, not torch's own error).
+            h._loader = _core.make_loader(h._options)
         if _dtypes.BITS.get(info.dtype, 0) % 8 != 0:
             return None  # F4 / F6: rows need not be whole bytes
         rows = _row_range(index, info.shape)

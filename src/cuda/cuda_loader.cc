@@ -62,11 +62,16 @@ class CudaLoader final : public Loader {
   void FillReportHeader(LoadReport* r) const;
   // Memory the io_uring files of a load of LOAD_BYTES register for their
   // reads: the staging ring, for loads large enough to repay it.
-  std::vector<std::span<std::byte>> RegisteredMemory(
-      uint64_t load_bytes) const {
-    if (!staging_) return {};
-    return MemoryToRegister(staging_->ring(), load_bytes, options_);
+  FixedBuffers RegisteredMemory(uint64_t load_bytes) const {
+    return MemoryToRegister(
+        staging_ ? staging_->ring() : std::span<std::byte>{}, load_bytes,
+        options_, registration_refused_);
   }
+  // Set by the first refused io_uring buffer registration of any load (a
+  // kernel that cannot pin cudaHostAlloc memory, a memlock limit), so later
+  // rings do not pay for trying again.
+  std::shared_ptr<std::atomic<int>> registration_refused_ =
+      std::make_shared<std::atomic<int>>(0);
 
   LoadOptions options_;
   CudaLoaderHooks hooks_;

@@ -163,6 +163,10 @@ class HostLoader final : public Loader {
   int cold_threads_;
   ThreadPool pool_;
   FileWrapper wrap_;
+  // Set by the first refused io_uring buffer registration of any load, so
+  // later rings do not pay for trying again.
+  std::shared_ptr<std::atomic<int>> registration_refused_ =
+      std::make_shared<std::atomic<int>>(0);
   std::mutex mu_;  // one load at a time
 };
 
@@ -175,7 +179,8 @@ Status HostLoader::Open(const Checkpoint& ckpt,
   WL_ASSIGN_OR_RETURN(
       *opened, OpenCheckpointFiles(
                    ckpt, options_, FilesNeeded(ckpt, tensors), &report->notes,
-                   MemoryToRegister(bounce_->memory(), load_bytes, options_)));
+                   MemoryToRegister(bounce_->memory(), load_bytes, options_,
+                                    registration_refused_)));
   WrapOpenedFiles(wrap_, opened);
   report->open_seconds = SecondsSince(t);
   return Status::OK();

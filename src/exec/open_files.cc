@@ -83,10 +83,9 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes,
-    std::vector<std::span<std::byte>> fixed_buffers) {
+    const FixedBuffers& fixed) {
   IoOptions io;
   io.queue_depth = options.queue_depth;
-  io.fixed_buffers = std::move(fixed_buffers);
   std::vector<OpenedFile> out(ckpt.files().size());
   for (size_t i = 0; i < ckpt.files().size(); ++i) {
     const FileInfo& info = ckpt.files()[i];
@@ -98,6 +97,8 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     }
     const std::string& path =
         info.resolved_path.empty() ? info.path : info.resolved_path;
+    io.fixed_buffers =
+        info.size >= options.uring_register_min_bytes ? fixed : FixedBuffers{};
     if (options.backend == Backend::kAuto) {
       WL_ASSIGN_OR_RETURN(OpenedFile f,
                           OpenAuto(path, info.path, options, io, notes));
@@ -138,13 +139,15 @@ void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened) {
   }
 }
 
-std::vector<std::span<std::byte>> MemoryToRegister(std::span<std::byte> memory,
-                                                   uint64_t load_bytes,
-                                                   const LoadOptions& options) {
-  if (memory.empty() || load_bytes < options.uring_register_min_bytes) {
-    return {};
+FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
+                              const LoadOptions& options,
+                              std::shared_ptr<std::atomic<int>> refused) {
+  FixedBuffers out;
+  out.refused = std::move(refused);
+  if (!memory.empty() && load_bytes >= options.uring_register_min_bytes) {
+    out.regions = {memory};
   }
-  return {memory};
+  return out;
 }
 
 std::string RegisteredReadsNote(const std::vector<OpenedFile>& opened) {

@@ -28,13 +28,14 @@ struct OpenedFile {
 // fallback is added to NOTES. A backend named explicitly that cannot serve a
 // file fails with Unsupported and the reason. Re-checks each file's size
 // against the header's view (a file that changed since Open is an IoError).
-// FIXED_BUFFERS: the loader's long-lived bounce or staging memory, which
-// io_uring files register (IoOptions::fixed_buffers); it must outlive the
-// files.
+// FIXED: the loader's long-lived bounce or staging memory, which io_uring
+// files register (FixedBuffers; it must outlive the files); only files of
+// at least options.uring_register_min_bytes get it, as a small file's
+// reads do not repay the registration.
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes,
-    std::vector<std::span<std::byte>> fixed_buffers = {});
+    const FixedBuffers& fixed = {});
 
 // Tests only: sees every File a loader opens (with the index of its
 // checkpoint file) and returns the File to use instead, e.g. a
@@ -47,11 +48,12 @@ using FileWrapper =
 // empty).
 void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened);
 
-// {MEMORY} when a load of LOAD_BYTES tensor bytes should register it with
-// its io_uring rings (OPTIONS.uring_register_min_bytes), else {}.
-std::vector<std::span<std::byte>> MemoryToRegister(std::span<std::byte> memory,
-                                                   uint64_t load_bytes,
-                                                   const LoadOptions& options);
+// MEMORY, with the loader's shared refusal flag REFUSED, when a load of
+// LOAD_BYTES tensor bytes should register it with its io_uring rings
+// (OPTIONS.uring_register_min_bytes); no regions otherwise.
+FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
+                              const LoadOptions& options,
+                              std::shared_ptr<std::atomic<int>> refused);
 
 // One note for the report when io_uring reads landed in registered buffers
 // ("N reads into registered io_uring buffers"); empty when none did.

@@ -72,9 +72,12 @@ class FaultInjector {
 
   // Filters the return value REAL of io_uring_register_buffers.
   int FilterRegisterBuffers(int real) const {
+    register_calls_.fetch_add(1);
     return spec_.register_buffers_errno != 0 ? -spec_.register_buffers_errno
                                              : real;
   }
+  // io_uring_register_buffers calls seen (each one pins the whole region).
+  uint64_t register_calls() const { return register_calls_.load(); }
 
   uint64_t calls() const { return calls_.load(); }
   uint64_t eintr_injected() const { return eintr_.load(); }
@@ -91,6 +94,7 @@ class FaultInjector {
   std::atomic<uint64_t> eintr_{0};
   std::atomic<uint64_t> short_{0};
   std::atomic<uint64_t> submits_{0};
+  mutable std::atomic<uint64_t> register_calls_{0};
 };
 
 struct FileFaults {
@@ -114,6 +118,9 @@ class FaultInjectingFile final : public File {
     return inner_->backend_name();
   }
   std::string Degraded() const override { return inner_->Degraded(); }
+  uint64_t registered_buffer_reads() const override {
+    return inner_->registered_buffer_reads();
+  }
   uint64_t reads() const { return reads_.load(); }
 
  private:

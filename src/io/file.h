@@ -5,6 +5,7 @@
 // read exact ranges from many threads at once.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,20 +54,29 @@ std::string_view IoBackendName(IoBackend b);
 
 class FaultInjector;  // io/fault_file.h
 
+// io_uring: long-lived memory that reads often land in (a loader's bounce
+// or staging ring), registered with every ring a File makes
+// (io_uring_register_buffers). A read piece wholly inside one region is
+// submitted as IORING_OP_READ_FIXED, so the kernel does not pin and unpin
+// its pages per read. REGIONS must stay mapped for the Files' whole life.
+// If the kernel refuses the registration (a memlock limit, a mapping it
+// cannot pin), reads go the plain way and Degraded() says why.
+struct FixedBuffers {
+  std::vector<std::span<std::byte>> regions;
+  // Shared by the Files of one loader (may be null: then per File). 0 until
+  // a registration is refused, then its errno. A refusal costs the full
+  // pinning before it fails, so later rings do not try again.
+  std::shared_ptr<std::atomic<int>> refused;
+};
+
 struct IoOptions {
   int queue_depth = 16;  // io_uring: reads in flight per ReadAt
   size_t uring_piece_bytes = 512u << 10;  // io_uring: split reads this size
   // Tests only: injects short reads, EINTR and EIO below the backends' retry
   // loops (pread, direct and uring; ignored by mmap).
   std::shared_ptr<FaultInjector> faults;
-  // io_uring: long-lived memory that reads often land in (a loader's bounce
-  // or staging ring), registered with every ring the File makes
-  // (io_uring_register_buffers). A read piece wholly inside one region is
-  // submitted as IORING_OP_READ_FIXED, so the kernel does not pin and unpin
-  // its pages per read. Must stay mapped for the File's whole life. If the
-  // kernel refuses the registration (a memlock limit, say), reads go the
-  // plain way and Degraded() says why.
-  std::vector<std::span<std::byte>> fixed_buffers;
+  // io_uring: memory registered with the rings (see FixedBuffers).
+  FixedBuffers fixed_buffers;
 };
 
 // Opens PATH with BACKEND. Unsupported (with the reason) when the backend

@@ -484,7 +484,7 @@ TEST(UringTest, ReadsIntoRegisteredBuffersUseReadFixed) {
   IoOptions io;
   io.uring_piece_bytes = 2 * 4096;
   // Only the first 32 pages of the buffer are registered.
-  io.fixed_buffers = {{registered.data(), 32 * 4096}};
+  io.fixed_buffers.regions = {{registered.data(), 32 * 4096}};
   auto f = OpenFile(p, IoBackend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
   ASSERT_EQ((*f)->Degraded(), "") << "registration refused here";
@@ -520,7 +520,7 @@ TEST(UringTest, RefusedBufferRegistrationFallsBackToPlainReads) {
   FaultSpec spec;
   spec.register_buffers_errno = ENOMEM;
   IoOptions io;
-  io.fixed_buffers = {{registered.data(), 16 * 4096}};
+  io.fixed_buffers.regions = {{registered.data(), 16 * 4096}};
   io.faults = std::make_shared<FaultInjector>(spec);
   auto f = OpenFile(p, IoBackend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
@@ -533,6 +533,54 @@ TEST(UringTest, RefusedBufferRegistrationFallsBackToPlainReads) {
             std::string::npos)
       << d;
   EXPECT_NE(d.find("ENOMEM"), std::string::npos) << d;
+}
+
+// A refusal costs the whole pinning before it fails, so it is not tried
+// again: not by the same file's later rings, nor by a sibling file that
+// shares the loader's refusal flag; both still say why they read plainly.
+TEST(UringTest, RefusedRegistrationIsNotRetried) {
+  TempDir dir;
+  const auto bytes = RandomBytes(64 * 4096, 46);
+  const std::string a = dir.File("a"), b = dir.File("b");
+  WriteFileOrDie(a, bytes);
+  WriteFileOrDie(b, bytes);
+  Buffer registered(16 * 4096);
+  FaultSpec spec;
+  spec.register_buffers_errno = ENOMEM;
+  auto faults = std::make_shared<FaultInjector>(spec);
+  IoOptions io;
+  io.fixed_buffers.regions = {{registered.data(), 16 * 4096}};
+  io.fixed_buffers.refused = std::make_shared<std::atomic<int>>(0);
+  io.faults = faults;
+  auto fa = OpenFile(a, IoBackend::kUring, io);
+  if (!fa.ok()) GTEST_SKIP() << fa.status().ToString();
+  EXPECT_EQ(faults->register_calls(), 1u);
+  EXPECT_EQ(io.fixed_buffers.refused->load(), ENOMEM);
+  // Concurrent reads make more rings; none of them registers again.
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Buffer buf(16 * 4096);
+      for (int i = 0; i < 10; ++i) {
+        const uint64_t off = ((t * 10 + i) % 48) * 4096;
+        if (!(*fa)->ReadAt(off, {buf.data(), 16 * 4096}).ok() ||
+            std::memcmp(buf.data(), bytes.data() + off, 16 * 4096) != 0) {
+          ++bad;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  auto fb = OpenFile(b, IoBackend::kUring, io);
+  ASSERT_TRUE(fb.ok()) << fb.status().ToString();
+  ASSERT_TRUE((*fb)->ReadAt(0, {registered.data(), 16 * 4096}).ok());
+  EXPECT_EQ(std::memcmp(registered.data(), bytes.data(), 16 * 4096), 0);
+  EXPECT_EQ(faults->register_calls(), 1u);
+  EXPECT_EQ((*fb)->registered_buffer_reads(), 0u);
+  EXPECT_NE((*fb)->Degraded().find("ENOMEM"), std::string::npos)
+      << (*fb)->Degraded();
 }
 
 // --- pieces that are not a backend ---------------------------------------

@@ -142,6 +142,7 @@ class UringFile final : public File {
  public:
   UringFile(std::string path, UniqueFd fd, uint64_t size, size_t alignment,
             const IoOptions& options, std::vector<iovec> buffers,
+            std::shared_ptr<std::atomic<int>> refused,
             std::unique_ptr<Ring> first, int first_register_errno)
       : path_(std::move(path)),
         fd_(std::move(fd)),
@@ -156,7 +157,8 @@ class UringFile final : public File {
                                                   kMaxBytesPerSyscall),
                                alignment))),
         faults_(options.faults),
-        buffers_(std::move(buffers)) {
+        buffers_(std::move(buffers)),
+        refused_(std::move(refused)) {
     NoteRegistration(first_register_errno);
     free_.push_back(std::move(first));
   }
@@ -198,14 +200,18 @@ class UringFile final : public File {
       }
     }
     int register_errno = 0;
-    StatusOr<std::unique_ptr<Ring>> r =
-        Ring::Create(fd_.get(), depth_, path_, faults_.get(), /*later=*/true,
-                     buffers_, &register_errno);
-    if (r.ok()) NoteRegistration(register_errno);
+    // After a refusal (in this File or a sibling) rings go without them.
+    const int earlier = refused_->load(std::memory_order_relaxed);
+    StatusOr<std::unique_ptr<Ring>> r = Ring::Create(
+        fd_.get(), depth_, path_, faults_.get(), /*later=*/true,
+        earlier != 0 ? std::vector<iovec>{} : buffers_, &register_errno);
+    if (r.ok()) NoteRegistration(earlier != 0 ? earlier : register_errno);
     return r;
   }
   void NoteRegistration(int register_errno) {
-    if (register_errno == 0) return;
+    if (register_errno == 0 || buffers_.empty()) return;
+    int expected = 0;
+    refused_->compare_exchange_strong(expected, register_errno);
     std::lock_guard<std::mutex> lock(mu_);
     if (register_refused_++ == 0) register_refusal_ = ErrnoText(register_errno);
   }
@@ -235,6 +241,10 @@ class UringFile final : public File {
   uint64_t piece_;
   std::shared_ptr<FaultInjector> faults_;
   const std::vector<iovec> buffers_;  // registered with every ring
+  // The first refusal's errno, shared with the loader's other Files.
+  const std::shared_ptr<std::atomic<int>> refused_;
+  // Read requests submitted as READ_FIXED (resubmits of a short or
+  // interrupted piece count again).
   std::atomic<uint64_t> registered_reads_{0};
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Ring>> free_;
@@ -399,14 +409,23 @@ StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
       static_cast<unsigned>(std::clamp(options.queue_depth, 1, kMaxDepth));
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).
-  std::vector<iovec> buffers = RegistrationIovecs(options.fixed_buffers);
+  std::vector<iovec> buffers =
+      RegistrationIovecs(options.fixed_buffers.regions);
+  std::shared_ptr<std::atomic<int>> refused = options.fixed_buffers.refused;
+  if (refused == nullptr) refused = std::make_shared<std::atomic<int>>(0);
+  // A refusal seen earlier (by a sibling File) is not paid for again.
+  const int earlier = refused->load(std::memory_order_relaxed);
   int register_errno = 0;
-  WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
-                      Ring::Create(fd.get(), depth, path, options.faults.get(),
-                                   /*later=*/false, buffers, &register_errno));
-  return std::unique_ptr<File>(new UringFile(path, std::move(fd), size, align,
-                                             options, std::move(buffers),
-                                             std::move(ring), register_errno));
+  WL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Ring> ring,
+      Ring::Create(fd.get(), depth, path, options.faults.get(),
+                   /*later=*/false,
+                   earlier != 0 ? std::vector<iovec>{} : buffers,
+                   &register_errno));
+  return std::unique_ptr<File>(
+      new UringFile(path, std::move(fd), size, align, options,
+                    std::move(buffers), std::move(refused), std::move(ring),
+                    earlier != 0 ? earlier : register_errno));
 }
 
 #endif  // WL_HAVE_URING

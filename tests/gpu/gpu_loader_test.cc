@@ -328,7 +328,10 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
 
 // Cold reads through io_uring land in the pinned staging ring, which is
 // registered with the rings (IORING_OP_READ_FIXED) when the load is large
-// enough (0 here): bit-exact, and the report says how many reads did.
+// enough (0 here): bit-exact, and the report says how many reads did. Some
+// kernels cannot pin cudaHostAlloc memory for io_uring (EOPNOTSUPP): then
+// the report must say the registration was refused, and the load is still
+// bit-exact.
 TEST_F(CudaLoaderTest, UringReadsIntoTheRegisteredStagingRing) {
   std::string path = Write("fixed.safetensors", AllDTypeSpecs(), 7);
   auto ck = Checkpoint::Open(path);
@@ -346,12 +349,16 @@ TEST_F(CudaLoaderTest, UringReadsIntoTheRegisteredStagingRing) {
   }
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(CheckExact(*ck, *r), 0);
-  bool registered = false;
+  bool registered = false, refused = false;
   for (const std::string& n : r->report.notes) {
     registered |=
         n.find("io_uring reads into registered buffers") != std::string::npos;
+    refused |= n.find("refused the registered buffers") != std::string::npos;
   }
-  EXPECT_TRUE(registered) << ::testing::PrintToString(r->report.notes);
+  EXPECT_TRUE(registered != refused)
+      << ::testing::PrintToString(r->report.notes);
+  std::cout << "staging ring registration: "
+            << (registered ? "used" : "refused") << "\n";
 }
 
 TEST_F(CudaLoaderTest, CallerDestinationsFilledInPlaceAndChecked) {

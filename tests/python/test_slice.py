@@ -328,3 +328,17 @@ def test_row_slice_is_writable_and_independent(slice_file):
         b = f.get_slice("w")[0:2]
         assert b.flags.writeable and b.flags.aligned
         b[...] = 0
+
+
+def test_slice_on_an_unusable_device_raises_as_get_tensor_does(slice_file):
+    """A row range on a handle whose device cannot be loaded onto (an
+    unknown device; cuda where there is none) raises what get_tensor
+    raises, instead of returning a tensor or torch's own error."""
+    from conftest import HAS_CUDA
+    devices = ["meta"] + ([] if HAS_CUDA else ["cuda:0"])
+    for device in devices:
+        with weightlift.safe_open(slice_file, "pt", device=device) as f:
+            with pytest.raises(weightlift.WeightliftError) as full:
+                f.get_tensor("w")
+            with pytest.raises(type(full.value)):
+                f.get_slice("w")[1:3]
