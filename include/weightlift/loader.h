@@ -57,10 +57,10 @@ struct LoadCallbacks {
   // threads, possibly concurrently; must not block for long. `index` is the
   // tensor's position in the request (LoadResult::tensors / dests).
   std::function<void(size_t index, const TensorInfo& tensor)> on_ready;
-  // Progress in bytes delivered; called from loader threads, rate-limited.
-  // Calls may come from several threads at once and a later call may carry
-  // a smaller `done` than an earlier one: keep the maximum, and make the
-  // callback thread-safe.
+  // Progress in bytes delivered; called from loader threads, at most every
+  // 50 ms, never two calls at once, `done` growing from call to call. A
+  // load that succeeds ends with one call (total, total) after every byte
+  // has arrived; a failed load may stop before it.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
 };
 

@@ -184,7 +184,8 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   }
   report->transfer_seconds = SecondsSince(t_xfer);
   if (job.failed) return job.first_error();
-  report->bytes = job.delivered.load();
+  job.progress.Finish();
+  report->bytes = job.progress.delivered();
   return Status::OK();
 }
 

@@ -1,5 +1,6 @@
 #include "cuda/load_job.h"
 
+#include <chrono>
 #include <utility>
 
 namespace weightlift::internal {
@@ -11,7 +12,8 @@ Job::Job(const Checkpoint& c, std::vector<uint32_t> t, std::vector<uintptr_t> d,
       dst(std::move(d)),
       callbacks(&cb),
       remaining(new std::atomic<uint32_t>[tensors.size()]),
-      total(tot) {}
+      total(tot),
+      progress(cb.on_progress, tot, std::chrono::milliseconds(50)) {}
 
 void Job::Fail(Status s) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -25,14 +27,7 @@ Status Job::first_error() const {
 }
 
 void Job::Delivered(uint32_t r, uint64_t len) {
-  uint64_t before = delivered.fetch_add(len, std::memory_order_relaxed);
-  if (callbacks->on_progress) {
-    uint64_t after = before + len;
-    // Every 64 MiB, and once at the end.
-    if ((before >> 26) != (after >> 26) || after == total) {
-      callbacks->on_progress(after, total);
-    }
-  }
+  progress.Add(len);
   if (remaining[r].fetch_sub(1, std::memory_order_acq_rel) == 1) {
     ReadyNow(r);
   }

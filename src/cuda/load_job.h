@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "util/progress.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
 #include "weightlift/status.h"
@@ -34,8 +35,10 @@ struct Job {
   const LoadCallbacks* callbacks = nullptr;
   std::unique_ptr<std::atomic<uint32_t>[]> remaining;  // pieces outstanding
   std::atomic<bool> failed{false};
-  std::atomic<uint64_t> delivered{0};
   uint64_t total = 0;
+  // Bytes on the device so far, and the on_progress calls (ordered, never
+  // concurrent); the loader calls progress.Finish() once the load is done.
+  ProgressReporter progress;
 
   // Records S if it is the first error; every path stops taking work once
   // failed is set. Thread-safe.

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "util/progress.h"
+
 namespace weightlift::internal {
 
 StatusOr<std::unique_ptr<BouncePool>> BouncePool::Create(size_t total_bytes,
@@ -52,8 +54,6 @@ void BouncePool::Release(std::byte* slot) {
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string ChunkContext(const ReadChunk& c, const ExecCallbacks& cb) {
   std::string s = "loading ";
@@ -100,12 +100,11 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
   const uint64_t total = plan.bytes_delivered;
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  std::atomic<uint64_t> delivered{0};
   std::atomic<uint64_t> direct_chunks{0}, bounce_chunks{0};
-  const auto t0 = Clock::now();
-  const int64_t interval_ns =
-      static_cast<int64_t>(cb.progress_interval_seconds * 1e9);
-  std::atomic<int64_t> last_progress_ns{0};
+  ProgressReporter progress(
+      cb.on_progress, total,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(cb.progress_interval_seconds)));
   std::mutex error_mu;
   Status first_error;
 
@@ -124,17 +123,7 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
         cb.on_ready(s.tensor);
       }
     }
-    const uint64_t done = delivered.fetch_add(bytes) + bytes;
-    if (cb.on_progress && done < total) {
-      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              Clock::now() - t0)
-                              .count();
-      int64_t last = last_progress_ns.load();
-      if (now - last >= interval_ns &&
-          last_progress_ns.compare_exchange_strong(last, now)) {
-        cb.on_progress(done, total);
-      }
-    }
+    progress.Add(bytes);
   };
 
   auto worker = [&](int) {
@@ -180,13 +169,13 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
   if (threads > 0) pool.Run(worker, threads);
   if (stats != nullptr) {
     stats->bytes_read = plan.bytes_read;
-    stats->bytes_delivered = delivered.load();
+    stats->bytes_delivered = progress.delivered();
     stats->direct_chunks = direct_chunks.load();
     stats->bounce_chunks = bounce_chunks.load();
     stats->threads = threads;
   }
   if (failed.load()) return first_error;
-  if (cb.on_progress) cb.on_progress(total, total);
+  progress.Finish();
   return Status::OK();
 }
 
