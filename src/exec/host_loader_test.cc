@@ -281,16 +281,30 @@ TEST_F(HostLoaderTest, OnReadyOncePerTensorAndProgress) {
     EXPECT_EQ(t.name, names[index]);
     calls[index]++;
   };
+  // Progress: never two calls at once, `done` strictly growing, the last
+  // call (total, total) and made once.
+  std::vector<uint64_t> progress;
+  std::atomic<bool> inside{false};
+  std::atomic<int> overlaps{0};
   cb.on_progress = [&](uint64_t done, uint64_t total) {
+    if (inside.exchange(true)) ++overlaps;
     EXPECT_LE(done, total);
+    progress.push_back(done);
     last_done = done;
     last_total = total;
+    inside.store(false);
   };
   auto r = (*loader)->Load(*ckpt_, names, cb);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   for (size_t i = 0; i < n; ++i) EXPECT_EQ(calls[i].load(), 1) << names[i];
   EXPECT_EQ(last_done.load(), ckpt_->total_bytes());
   EXPECT_EQ(last_total.load(), ckpt_->total_bytes());
+  EXPECT_EQ(overlaps.load(), 0);
+  for (size_t i = 1; i < progress.size(); ++i) {
+    EXPECT_LT(progress[i - 1], progress[i]) << "call " << i;
+  }
+  EXPECT_EQ(std::count(progress.begin(), progress.end(), ckpt_->total_bytes()),
+            1);
   ExpectExact(*r);
 }
 
