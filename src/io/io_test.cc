@@ -66,6 +66,18 @@ class Buffer {
   std::byte* data_;
 };
 
+// A file of SIZE random bytes (from SEED) in a fresh temporary folder, and
+// its bytes to compare reads with.
+struct RandomTestFile {
+  RandomTestFile(const char* name, uint64_t size, uint64_t seed)
+      : path(dir.File(name)), bytes(RandomBytes(size, seed)) {
+    WriteFileOrDie(path, bytes);
+  }
+  TempDir dir;
+  const std::string path;
+  const std::vector<std::byte> bytes;
+};
+
 class BackendTest : public ::testing::TestWithParam<Kind> {
  protected:
   // Opens PATH with the backend under test; skips when the backend cannot
@@ -380,11 +392,10 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, BackendTest,
 // Queue depths above the ring's 4096 entries must not ask the ring for more
 // submission entries than it has.
 TEST(UringTest, QueueDepthAboveRingSizeReadsEverything) {
-  TempDir dir;
   const uint64_t size = 4100 * 4096 + 77;
-  const auto bytes = RandomBytes(size, 41);
-  const std::string p = dir.File("deep");
-  WriteFileOrDie(p, bytes);
+  const RandomTestFile file("deep", size, 41);
+  const std::string& p = file.path;
+  const auto& bytes = file.bytes;
   IoOptions io;
   io.queue_depth = 5000;
   io.uring_piece_bytes = 4096;
@@ -431,11 +442,10 @@ TEST(UringTest, SubmitErrorReapsEverySubmittedRead) {
 // no ring goes through pread on the same O_DIRECT fd: every read still
 // lands bit-exact, and Degraded() says how many fell back and why.
 TEST(UringTest, RefusedExtraRingFallsBackToDirectPread) {
-  TempDir dir;
   const uint64_t size = 256 * 4096;
-  const auto bytes = RandomBytes(size, 43);
-  const std::string p = dir.File("rings");
-  WriteFileOrDie(p, bytes);
+  const RandomTestFile file("rings", size, 43);
+  const std::string& p = file.path;
+  const auto& bytes = file.bytes;
   FaultSpec spec;
   spec.ring_init_errno = EMFILE;
   IoOptions io;
@@ -475,11 +485,10 @@ TEST(UringTest, RefusedExtraRingFallsBackToDirectPread) {
 // with IORING_OP_READ_FIXED; pieces outside it, or crossing its end, go the
 // plain way; every read is bit-exact either way.
 TEST(UringTest, ReadsIntoRegisteredBuffersUseReadFixed) {
-  TempDir dir;
   const uint64_t size = 256 * 4096;
-  const auto bytes = RandomBytes(size, 44);
-  const std::string p = dir.File("fixed");
-  WriteFileOrDie(p, bytes);
+  const RandomTestFile file("fixed", size, 44);
+  const std::string& p = file.path;
+  const auto& bytes = file.bytes;
   Buffer registered(64 * 4096);
   IoOptions io;
   io.uring_piece_bytes = 2 * 4096;
@@ -511,11 +520,10 @@ TEST(UringTest, ReadsIntoRegisteredBuffersUseReadFixed) {
 // A kernel that refuses the registration (ENOMEM, as under a memlock limit)
 // leaves the file readable the plain way, and Degraded() says so.
 TEST(UringTest, RefusedBufferRegistrationFallsBackToPlainReads) {
-  TempDir dir;
   const uint64_t size = 64 * 4096;
-  const auto bytes = RandomBytes(size, 45);
-  const std::string p = dir.File("refused");
-  WriteFileOrDie(p, bytes);
+  const RandomTestFile file("refused", size, 45);
+  const std::string& p = file.path;
+  const auto& bytes = file.bytes;
   Buffer registered(16 * 4096);
   FaultSpec spec;
   spec.register_buffers_errno = ENOMEM;
@@ -539,11 +547,9 @@ TEST(UringTest, RefusedBufferRegistrationFallsBackToPlainReads) {
 // again: not by the same file's later rings, nor by a sibling file that
 // shares the loader's refusal flag; both still say why they read plainly.
 TEST(UringTest, RefusedRegistrationIsNotRetried) {
-  TempDir dir;
-  const auto bytes = RandomBytes(64 * 4096, 46);
-  const std::string a = dir.File("a"), b = dir.File("b");
-  WriteFileOrDie(a, bytes);
-  WriteFileOrDie(b, bytes);
+  const RandomTestFile file_a("a", 64 * 4096, 46), file_b("b", 64 * 4096, 46);
+  const std::string &a = file_a.path, &b = file_b.path;
+  const auto& bytes = file_a.bytes;  // file_b has the same (same seed)
   Buffer registered(16 * 4096);
   FaultSpec spec;
   spec.register_buffers_errno = ENOMEM;

@@ -141,6 +141,18 @@ def test_metadata_of_a_sharded_checkpoint_is_the_first_files(tmp_path):
 
 # -- get_slice ----------------------------------------------------------------
 
+def _reference_raised(what, got_err, want_err):
+    """Where the reference raised, asserts weightlift raised the same type
+    and returns True (nothing more to compare); else asserts weightlift did
+    not raise and returns False."""
+    if want_err is not None:
+        assert got_err is not None, f"{what}: expected {want_err!r}"
+        assert type(got_err) is type(want_err), (what, got_err, want_err)
+        return True
+    assert got_err is None, f"{what}: {got_err!r}"
+    return False
+
+
 @pytest.mark.parametrize("index", INDICES, ids=_idx_id)
 @pytest.mark.parametrize("name", list(TENSORS))
 def test_get_slice_torch_matches_safetensors(slice_file, name, index):
@@ -149,11 +161,8 @@ def test_get_slice_torch_matches_safetensors(slice_file, name, index):
         want, want_err = _outcome(lambda: ref.get_slice(name)[index])
         got, got_err = _outcome(lambda: f.get_slice(name)[index])
     what = f"{name}[{index!r}]"
-    if want_err is not None:
-        assert got_err is not None, f"{what}: expected {want_err!r}"
-        assert type(got_err) is type(want_err), (what, got_err, want_err)
+    if _reference_raised(what, got_err, want_err):
         return
-    assert got_err is None, f"{what}: {got_err!r}"
     _assert_same_torch(got, want, what)
 
 
@@ -170,11 +179,8 @@ def test_get_slice_numpy_matches_numpy_indexing(slice_file, name, index):
     with weightlift.safe_open(slice_file, "np") as f:
         got, got_err = _outcome(lambda: f.get_slice(name)[index])
     what = f"{name}[{index!r}]"
-    if want_err is not None:
-        assert got_err is not None, f"{what}: expected {want_err!r}"
-        assert type(got_err) is type(want_err), (what, got_err, want_err)
+    if _reference_raised(what, got_err, want_err):
         return
-    assert got_err is None, f"{what}: {got_err!r}"
     got = np.asarray(got)
     assert got.dtype == want.dtype, what
     assert got.shape == want.shape, what
