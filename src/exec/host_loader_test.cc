@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "exec/testing/report_notes.h"
 #include "exec/thread_pool.h"
 #include "format/writer.h"
 #include "io/fault_file.h"
@@ -360,14 +361,11 @@ TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(reopen_error, "");
   ExpectExact(*r);
-  bool noted = false;
-  for (const std::string& n : r->report.notes) {
-    noted |= n.find(path_) != std::string::npos &&
-             n.find("reads went through O_DIRECT pread") != std::string::npos &&
-             n.find(std::strerror(EMFILE)) != std::string::npos;
-  }
-  EXPECT_TRUE(noted) << "no note about the refused rings; notes: "
-                     << ::testing::PrintToString(r->report.notes);
+  EXPECT_TRUE(testing::AnyNoteHas(
+      r->report.notes,
+      {path_, "reads went through O_DIRECT pread", std::strerror(EMFILE)}))
+      << "no note about the refused rings; notes: "
+      << ::testing::PrintToString(r->report.notes);
 }
 
 // io_uring reads that land in the bounce ring use it as a registered
@@ -386,12 +384,9 @@ TEST_F(HostLoaderTest, UringBounceReadsUseRegisteredBuffers) {
     }
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ExpectExact(*r);
-    bool registered = false;
-    for (const std::string& n : r->report.notes) {
-      registered |=
-          n.find("io_uring reads into registered buffers") != std::string::npos;
-    }
-    EXPECT_EQ(registered, min_bytes == 0)
+    EXPECT_EQ(testing::AnyNoteHas(r->report.notes,
+                                  {"io_uring reads into registered buffers"}),
+              min_bytes == 0)
         << "min_bytes " << min_bytes
         << ", notes: " << ::testing::PrintToString(r->report.notes);
   }

@@ -22,6 +22,7 @@
 #include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
 #include "cuda/cufile_lib.h"
+#include "exec/testing/report_notes.h"
 #include "io/fault_file.h"
 #include "io/page_cache.h"
 #include "st_builder.h"
@@ -317,13 +318,11 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(reopen_error, "");
   EXPECT_EQ(CheckExact(*ck, *r), 0);
-  bool noted = false;
-  for (const std::string& n : r->report.notes) {
-    noted |= n.find("reads went through O_DIRECT pread") != std::string::npos &&
-             n.find(std::strerror(EMFILE)) != std::string::npos;
-  }
-  EXPECT_TRUE(noted) << "no note about the refused rings; notes: "
-                     << ::testing::PrintToString(r->report.notes);
+  EXPECT_TRUE(internal::testing::AnyNoteHas(
+      r->report.notes,
+      {"reads went through O_DIRECT pread", std::strerror(EMFILE)}))
+      << "no note about the refused rings; notes: "
+      << ::testing::PrintToString(r->report.notes);
 }
 
 // Cold reads through io_uring land in the pinned staging ring, which is
@@ -349,12 +348,10 @@ TEST_F(CudaLoaderTest, UringReadsIntoTheRegisteredStagingRing) {
   }
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(CheckExact(*ck, *r), 0);
-  bool registered = false, refused = false;
-  for (const std::string& n : r->report.notes) {
-    registered |=
-        n.find("io_uring reads into registered buffers") != std::string::npos;
-    refused |= n.find("refused the registered buffers") != std::string::npos;
-  }
+  const bool registered = internal::testing::AnyNoteHas(
+      r->report.notes, {"io_uring reads into registered buffers"});
+  const bool refused = internal::testing::AnyNoteHas(
+      r->report.notes, {"refused the registered buffers"});
   EXPECT_TRUE(registered != refused)
       << ::testing::PrintToString(r->report.notes);
   std::cout << "staging ring registration: "
