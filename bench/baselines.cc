@@ -18,6 +18,7 @@
 #include "io/page_cache.h"
 #include "io/raw_read.h"
 #include "util/clock.h"
+#include "util/errno_text.h"
 
 namespace weightlift::bench {
 namespace {
@@ -360,8 +361,7 @@ StatusOr<Timing> SequentialReadFresh(const Checkpoint& ckpt) {
               const int e = errno;
               return Status::ResourceExhausted(
                   path + ": sequential read: mmap of " + std::to_string(size) +
-                  " bytes of fresh memory: " + std::strerror(e) + " (" +
-                  (strerrorname_np(e) ? strerrorname_np(e) : "?") + ")");
+                  " bytes of fresh memory: " + internal::ErrnoText(e));
             }
             kept.emplace_back(static_cast<std::byte*>(p), size);
             return kept.back().data();

@@ -35,6 +35,7 @@
 #include "exec/thread_pool.h"
 #include "plan/plan.h"
 #include "util/clock.h"
+#include "util/errno_text.h"
 
 namespace weightlift::internal {
 namespace {
@@ -235,9 +236,9 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     const int err = populator->Finish();
     if (err != 0) {
       report->notes.push_back(
-          std::string("destination not populated ahead of the reads: "
-                      "madvise(MADV_POPULATE_WRITE) refused (") +
-          (strerrorname_np(err) ? strerrorname_np(err) : "?") + ")");
+          "destination not populated ahead of the reads: "
+          "madvise(MADV_POPULATE_WRITE) refused (" +
+          ErrnoName(err) + ")");
     }
   }
   AppendDegradedNotes(opened, &report->notes);

@@ -22,6 +22,7 @@
 #include "io/backends.h"
 #include "io/fault_file.h"
 #include "io/io_util.h"
+#include "util/errno_text.h"
 
 #if defined(WL_HAVE_URING)
 #include <liburing.h>
@@ -78,8 +79,7 @@ class Ring {
     if (rc < 0) {
       return Status::Unsupported(
           "uring: '" + path +
-          "': io_uring_queue_init refused: " + std::strerror(-rc) + " (" +
-          (strerrorname_np(-rc) ? strerrorname_np(-rc) : "?") + ")");
+          "': io_uring_queue_init refused: " + ErrnoText(-rc));
     }
     r->initialized_ = true;
     // Registration is an optimisation: without it submissions use the fd.
@@ -131,11 +131,6 @@ std::vector<iovec> RegistrationIovecs(
     }
   }
   return out;
-}
-
-std::string ErrnoText(int e) {
-  return std::string(std::strerror(e)) + " (" +
-         (strerrorname_np(e) ? strerrorname_np(e) : "?") + ")";
 }
 
 class UringFile final : public File {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/errno_text.h"
+
 namespace weightlift {
 
 const char* StatusCodeName(StatusCode code) {
@@ -31,12 +33,8 @@ const char* StatusCodeName(StatusCode code) {
 }
 
 Status Status::IoErrorFromErrno(std::string m, int err) {
-  const char* name = strerrorname_np(err);
   m += ": ";
-  m += std::strerror(err);
-  m += " (";
-  m += name != nullptr ? name : "errno " + std::to_string(err);
-  m += ")";
+  m += internal::ErrnoText(err);
   return {StatusCode::kIoError, std::move(m)};
 }
 
