@@ -135,10 +135,9 @@ std::vector<iovec> RegistrationIovecs(
 
 class UringFile final : public File {
  public:
+  // Makes no ring: OpenUringFile makes the first with MakeRing.
   UringFile(std::string path, UniqueFd fd, uint64_t size, size_t alignment,
-            const IoOptions& options, std::vector<iovec> buffers,
-            std::shared_ptr<std::atomic<int>> refused,
-            std::unique_ptr<Ring> first, int first_register_errno)
+            const IoOptions& options)
       : path_(std::move(path)),
         fd_(std::move(fd)),
         size_(size),
@@ -152,11 +151,10 @@ class UringFile final : public File {
                                                   kMaxBytesPerSyscall),
                                alignment))),
         faults_(options.faults),
-        buffers_(std::move(buffers)),
-        refused_(std::move(refused)) {
-    NoteRegistration(first_register_errno);
-    free_.push_back(std::move(first));
-  }
+        buffers_(RegistrationIovecs(options.fixed_buffers.regions)),
+        refused_(options.fixed_buffers.refused
+                     ? options.fixed_buffers.refused
+                     : std::make_shared<std::atomic<int>>(0)) {}
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
   uint64_t size() const override { return size_; }
@@ -184,6 +182,24 @@ class UringFile final : public File {
     return registered_reads_.load(std::memory_order_relaxed);
   }
 
+  // A new ring for this file, with the registered buffers unless a
+  // registration was refused before (in this File or a sibling: a refusal
+  // costs the whole pinning, so it is not tried again). LATER: made after
+  // open (fault injection can refuse those).
+  StatusOr<std::unique_ptr<Ring>> MakeRing(bool later) {
+    const int earlier = refused_->load(std::memory_order_relaxed);
+    int register_errno = 0;
+    StatusOr<std::unique_ptr<Ring>> r = Ring::Create(
+        fd_.get(), depth_, path_, faults_.get(), later,
+        earlier != 0 ? std::vector<iovec>{} : buffers_, &register_errno);
+    if (r.ok()) NoteRegistration(earlier != 0 ? earlier : register_errno);
+    return r;
+  }
+  void Release(std::unique_ptr<Ring> r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(r));
+  }
+
  private:
   StatusOr<std::unique_ptr<Ring>> Acquire() {
     {
@@ -194,14 +210,7 @@ class UringFile final : public File {
         return r;
       }
     }
-    int register_errno = 0;
-    // After a refusal (in this File or a sibling) rings go without them.
-    const int earlier = refused_->load(std::memory_order_relaxed);
-    StatusOr<std::unique_ptr<Ring>> r = Ring::Create(
-        fd_.get(), depth_, path_, faults_.get(), /*later=*/true,
-        earlier != 0 ? std::vector<iovec>{} : buffers_, &register_errno);
-    if (r.ok()) NoteRegistration(earlier != 0 ? earlier : register_errno);
-    return r;
+    return MakeRing(/*later=*/true);
   }
   void NoteRegistration(int register_errno) {
     if (register_errno == 0 || buffers_.empty()) return;
@@ -220,10 +229,6 @@ class UringFile final : public File {
       }
     }
     return -1;
-  }
-  void Release(std::unique_ptr<Ring> r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(r));
   }
   Status RunPieces(Ring& ring, uint64_t offset, std::span<std::byte> dst,
                    bool* ring_broken);
@@ -400,27 +405,14 @@ StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
                                "': the file system reports no O_DIRECT "
                                "support (statx STATX_DIOALIGN)");
   }
-  const unsigned depth =
-      static_cast<unsigned>(std::clamp(options.queue_depth, 1, kMaxDepth));
+  auto file =
+      std::make_unique<UringFile>(path, std::move(fd), size, align, options);
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).
-  std::vector<iovec> buffers =
-      RegistrationIovecs(options.fixed_buffers.regions);
-  std::shared_ptr<std::atomic<int>> refused = options.fixed_buffers.refused;
-  if (refused == nullptr) refused = std::make_shared<std::atomic<int>>(0);
-  // A refusal seen earlier (by a sibling File) is not paid for again.
-  const int earlier = refused->load(std::memory_order_relaxed);
-  int register_errno = 0;
-  WL_ASSIGN_OR_RETURN(
-      std::unique_ptr<Ring> ring,
-      Ring::Create(fd.get(), depth, path, options.faults.get(),
-                   /*later=*/false,
-                   earlier != 0 ? std::vector<iovec>{} : buffers,
-                   &register_errno));
-  return std::unique_ptr<File>(
-      new UringFile(path, std::move(fd), size, align, options,
-                    std::move(buffers), std::move(refused), std::move(ring),
-                    earlier != 0 ? earlier : register_errno));
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
+                      file->MakeRing(/*later=*/false));
+  file->Release(std::move(ring));
+  return std::unique_ptr<File>(std::move(file));
 }
 
 #endif  // WL_HAVE_URING
