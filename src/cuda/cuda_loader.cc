@@ -178,10 +178,7 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
                   *pool_);
   }
   for (FileChoice& f : files) f.gds = GdsFile();  // deregister, close
-  AppendDegradedNotes(opened, &notes);
-  if (std::string n = RegisteredReadsNote(opened); !n.empty()) {
-    notes.push_back(std::move(n));
-  }
+  AppendFileNotes(opened, &notes);
   report->transfer_seconds = SecondsSince(t_xfer);
   if (job.failed) return job.first_error();
   job.progress.Finish();

@@ -241,10 +241,7 @@ Status HostLoader::Run(const Checkpoint& ckpt,
           ErrnoName(err) + ")");
     }
   }
-  AppendDegradedNotes(opened, &report->notes);
-  if (std::string n = RegisteredReadsNote(opened); !n.empty()) {
-    report->notes.push_back(std::move(n));
-  }
+  AppendFileNotes(opened, &report->notes);
   report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;

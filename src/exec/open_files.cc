@@ -150,22 +150,19 @@ FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
   return out;
 }
 
-std::string RegisteredReadsNote(const std::vector<OpenedFile>& opened) {
-  uint64_t n = 0;
-  for (const OpenedFile& f : opened) {
-    if (f.file != nullptr) n += f.file->registered_buffer_reads();
-  }
-  if (n == 0) return {};
-  return std::to_string(n) + " io_uring reads into registered buffers";
-}
-
-void AppendDegradedNotes(const std::vector<OpenedFile>& opened,
-                         std::vector<std::string>* notes) {
+void AppendFileNotes(const std::vector<OpenedFile>& opened,
+                     std::vector<std::string>* notes) {
+  uint64_t registered = 0;
   for (const OpenedFile& f : opened) {
     if (f.file == nullptr) continue;
     if (std::string d = f.file->Degraded(); !d.empty()) {
       notes->push_back(f.report.path + ": " + d);
     }
+    registered += f.file->registered_buffer_reads();
+  }
+  if (registered > 0) {
+    notes->push_back(std::to_string(registered) +
+                     " io_uring reads into registered buffers");
   }
 }
 

@@ -55,15 +55,13 @@ FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
                               const LoadOptions& options,
                               std::shared_ptr<std::atomic<int>> refused);
 
-// One note for the report when io_uring reads landed in registered buffers
-// ("N reads into registered io_uring buffers"); empty when none did.
-std::string RegisteredReadsNote(const std::vector<OpenedFile>& opened);
-
-// Adds to NOTES, for each opened file that served some of its reads in a
-// fallback way (File::Degraded), the file's path and what happened. Called
-// by every loader once its reads are done, failed or not.
-void AppendDegradedNotes(const std::vector<OpenedFile>& opened,
-                         std::vector<std::string>* notes);
+// Adds to NOTES what the opened files did beyond their names: for each
+// file that served some reads in a fallback way (File::Degraded), its path
+// and what happened; then, if any io_uring reads landed in registered
+// buffers, one note "N io_uring reads into registered buffers". Called by
+// every loader once its reads are done, failed or not.
+void AppendFileNotes(const std::vector<OpenedFile>& opened,
+                     std::vector<std::string>* notes);
 
 // OK when a file opened now has SIZE_NOW bytes, the size INFO's header was
 // read at; else the IoError every loader path reports for a file that
