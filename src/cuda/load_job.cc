@@ -1,6 +1,5 @@
 #include "cuda/load_job.h"
 
-#include <chrono>
 #include <utility>
 
 namespace weightlift::internal {
@@ -13,7 +12,7 @@ Job::Job(const Checkpoint& c, std::vector<uint32_t> t, std::vector<uintptr_t> d,
       callbacks(&cb),
       remaining(new std::atomic<uint32_t>[tensors.size()]),
       total(tot),
-      progress(cb.on_progress, tot, std::chrono::milliseconds(50)) {}
+      progress(cb.on_progress, tot, ProgressReporter::kDefaultInterval) {}
 
 void Job::Fail(Status s) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "util/progress.h"
@@ -101,10 +100,8 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> direct_chunks{0}, bounce_chunks{0};
-  ProgressReporter progress(
-      cb.on_progress, total,
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::duration<double>(cb.progress_interval_seconds)));
+  ProgressReporter progress(cb.on_progress, total,
+                            ProgressReporter::kDefaultInterval);
   std::mutex error_mu;
   Status first_error;
 

@@ -62,11 +62,12 @@ class BouncePool {
 struct ExecCallbacks {
   // Tensor T (the Segment::tensor number) has all its bytes in place.
   std::function<void(uint32_t tensor)> on_ready;
-  // Bytes delivered so far; rate-limited, plus one final call on success.
+  // Bytes delivered so far, through a ProgressReporter (ordered, never
+  // concurrent, at most every kDefaultInterval), plus one final call on
+  // success.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
   // Names tensor T in error messages; may be empty.
   std::function<std::string(uint32_t tensor)> tensor_name;
-  double progress_interval_seconds = 0.05;
   // Workers to use; 0 or more than the pool has: the whole pool.
   int threads = 0;
   // When set, holds the index of the next plan chunk a worker will take

@@ -14,6 +14,8 @@ namespace weightlift::internal {
 class ProgressReporter {
  public:
   using Callback = std::function<void(uint64_t done, uint64_t total)>;
+  // The loaders' spacing of calls before the end (LoadCallbacks says 50 ms).
+  static constexpr std::chrono::milliseconds kDefaultInterval{50};
 
   // CALLBACK may be empty (then nothing is ever called). Calls before the
   // end are at least MIN_INTERVAL apart.
