@@ -248,32 +248,59 @@ StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt) {
   return *best;
 }
 
+StatusOr<AnonymousMemory> AnonymousMemory::Map(uint64_t bytes,
+                                               const std::string& what) {
+  AnonymousMemory m;
+  m.bytes_ = std::max<uint64_t>(bytes, 1);
+  void* p = ::mmap(nullptr, m.bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    return Status::ResourceExhausted(
+        what + ": mmap of " + std::to_string(m.bytes_) +
+        " bytes of new memory: " + internal::ErrnoText(e));
+  }
+  m.data_ = static_cast<std::byte*>(p);
+  return m;
+}
+
+AnonymousMemory::AnonymousMemory(AnonymousMemory&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)),
+      bytes_(std::exchange(o.bytes_, 0)) {}
+
+AnonymousMemory& AnonymousMemory::operator=(AnonymousMemory&& o) noexcept {
+  if (this != &o) {
+    if (data_ != nullptr) ::munmap(data_, bytes_);
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+AnonymousMemory::~AnonymousMemory() {
+  if (data_ != nullptr) ::munmap(data_, bytes_);
+}
+
 StatusOr<Timing> FreshMemoryCeiling(uint64_t bytes) {
   Timing t;
   t.bytes = bytes;
   if (bytes == 0) return t;
   const auto start = Clock::now();
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    return Status::ResourceExhausted("fresh memory ceiling: mmap of " +
-                                     std::to_string(bytes) +
-                                     " bytes: " + std::strerror(errno));
-  }
+  WL_ASSIGN_OR_RETURN(AnonymousMemory m,
+                      AnonymousMemory::Map(bytes, "fresh memory ceiling"));
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-  if (::madvise(p, bytes, MADV_POPULATE_WRITE) == 0) {
+  if (::madvise(m.data(), bytes, MADV_POPULATE_WRITE) == 0) {
     t.method = "mmap + MADV_POPULATE_WRITE";
   } else {
     const long page = ::sysconf(_SC_PAGESIZE);
-    auto* b = static_cast<volatile char*>(p);
+    auto* b = reinterpret_cast<volatile char*>(m.data());
     for (uint64_t i = 0; i < bytes; i += static_cast<uint64_t>(page)) b[i] = 0;
     t.method = "mmap + one write per page";
   }
   t.seconds = SecondsSince(start);
-  ::munmap(p, bytes);
-  return t;
+  return t;  // M is given back after the clock stopped
 }
 
 namespace {
@@ -305,24 +332,6 @@ StatusOr<uint64_t> ReadFilesInOrder(const Checkpoint& ckpt,
   return total;
 }
 
-// An anonymous mapping given back with munmap.
-class AnonymousBuffer {
- public:
-  AnonymousBuffer() = default;
-  AnonymousBuffer(std::byte* p, size_t n) : p_(p), n_(n) {}
-  AnonymousBuffer(AnonymousBuffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  AnonymousBuffer& operator=(AnonymousBuffer&&) = delete;
-  ~AnonymousBuffer() {
-    if (p_ != nullptr) ::munmap(p_, n_);
-  }
-  std::byte* data() const { return p_; }
-
- private:
-  std::byte* p_ = nullptr;
-  size_t n_ = 0;
-};
-
 }  // namespace
 
 StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
@@ -348,22 +357,17 @@ StatusOr<Timing> SequentialReadInto(const Checkpoint& ckpt, std::byte* dst,
 }
 
 StatusOr<Timing> SequentialReadFresh(const Checkpoint& ckpt) {
-  std::vector<AnonymousBuffer> kept;  // held to the end, as a load holds
+  std::vector<AnonymousMemory> kept;  // held to the end, as a load holds
   const auto start = Clock::now();
   WL_ASSIGN_OR_RETURN(
       uint64_t total,
       ReadFilesInOrder(
           ckpt,
           [&](const std::string& path, uint64_t size) -> StatusOr<std::byte*> {
-            void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p == MAP_FAILED) {
-              const int e = errno;
-              return Status::ResourceExhausted(
-                  path + ": sequential read: mmap of " + std::to_string(size) +
-                  " bytes of fresh memory: " + internal::ErrnoText(e));
-            }
-            kept.emplace_back(static_cast<std::byte*>(p), size);
+            WL_ASSIGN_OR_RETURN(
+                AnonymousMemory m,
+                AnonymousMemory::Map(size, path + ": sequential read"));
+            kept.push_back(std::move(m));
             return kept.back().data();
           }));
   return Timing{total, SecondsSince(start),

@@ -23,6 +23,26 @@ struct Timing {
   }
 };
 
+// New anonymous private memory (not touched yet), given back with munmap.
+// Move-only. The bench's own buffers: the fresh-memory ceiling, the reads
+// into new memory, the touched destinations of LoadInto().
+class AnonymousMemory {
+ public:
+  // At least one byte. ResourceExhausted naming WHAT, the size and errno
+  // when mmap fails.
+  static StatusOr<AnonymousMemory> Map(uint64_t bytes, const std::string& what);
+  AnonymousMemory() = default;
+  AnonymousMemory(AnonymousMemory&& o) noexcept;
+  AnonymousMemory& operator=(AnonymousMemory&& o) noexcept;
+  ~AnonymousMemory();
+  std::byte* data() const { return data_; }
+  uint64_t size() const { return bytes_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
 // Every distinct file of CKPT (the resolved paths, in file order).
 std::vector<std::string> CheckpointFiles(const Checkpoint& ckpt);
 

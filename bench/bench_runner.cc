@@ -1,10 +1,8 @@
 #include "bench_runner.h"
 
-#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -83,56 +81,6 @@ class Rows {
  private:
   std::vector<Measurement>* rows_;
 };
-
-// Host memory written once on creation (every page faulted in), freed on
-// destruction; for measurements that must not pay the first touch.
-class TouchedHost {
- public:
-  TouchedHost() = default;
-  static StatusOr<TouchedHost> Create(uint64_t bytes) {
-    TouchedHost t;
-    t.bytes_ = std::max<uint64_t>(bytes, 1);
-    void* p = ::mmap(nullptr, t.bytes_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      return Status::ResourceExhausted(
-          "bench: cannot allocate " + std::to_string(t.bytes_) +
-          " bytes of touched host memory: " + std::strerror(errno));
-    }
-    t.data_ = static_cast<std::byte*>(p);
-    std::memset(p, 0, t.bytes_);
-    return t;
-  }
-  TouchedHost(TouchedHost&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)),
-        bytes_(std::exchange(o.bytes_, 0)) {}
-  TouchedHost& operator=(TouchedHost&& o) noexcept {
-    if (this != &o) {
-      Free();
-      data_ = std::exchange(o.data_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  ~TouchedHost() { Free(); }
-  std::byte* data() const { return data_; }
-  uint64_t size() const { return bytes_; }
-
- private:
-  void Free() {
-    if (data_ != nullptr) ::munmap(data_, bytes_);
-    data_ = nullptr;
-  }
-  std::byte* data_ = nullptr;
-  uint64_t bytes_ = 0;
-};
-
-// Bytes of CKPT's tensors laid out one after another, each 64-byte aligned.
-uint64_t TensorLayoutBytes(const Checkpoint& ckpt) {
-  uint64_t at = 0;
-  for (const TensorInfo& t : ckpt.tensors()) at = (at + 63) / 64 * 64 + t.size;
-  return at;
-}
 
 // The distinct paths a load's files took, in file order: "uring, pread".
 std::string PathsTaken(const LoadReport& r) {
@@ -231,7 +179,7 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
   // LoadInto step, after the loader's first pass so its peak RSS stays its
   // own), outside every timer, so LoadInto() and the sequential read pay no
   // first touch.
-  TouchedHost touched;
+  AnonymousMemory touched;
   // Set once the bench has held checkpoint-sized memory of its own (the
   // touched buffer, the sequential read's buffers, a naive baseline's
   // tensors or mapping): the RSS high-water mark includes it from then on,
@@ -239,18 +187,35 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
   bool bench_held_memory = false;
   std::vector<Destination> dests;
   const bool into = !device.is_cuda() && options.into_touched;
+  // The bench is about to hold a checkpoint-sized copy of its own: the
+  // touched buffer is given back first, so it never holds two (it is
+  // touched again, outside the timers, when next needed).
+  auto hold_own_copy = [&] {
+    touched = AnonymousMemory();
+    dests.clear();
+    bench_held_memory = true;
+  };
   auto ensure_touched = [&]() -> Status {
     if (touched.data() != nullptr) return Status::OK();
-    bench_held_memory = true;
+    hold_own_copy();
+    // The tensors one after another, each 64-byte aligned; the buffer also
+    // holds the whole files for the sequential read into it.
+    std::vector<uint64_t> offsets;
+    uint64_t layout = 0;
+    for (const TensorInfo& t : ckpt.tensors()) {
+      layout = (layout + 63) / 64 * 64;
+      offsets.push_back(layout);
+      layout += t.size;
+    }
     uint64_t file_bytes = 0;
     for (const FileInfo& f : ckpt.files()) file_bytes += f.size;
-    WL_ASSIGN_OR_RETURN(touched, TouchedHost::Create(std::max(
-                                     file_bytes, TensorLayoutBytes(ckpt))));
-    uint64_t at = 0;
-    for (const TensorInfo& t : ckpt.tensors()) {
-      at = (at + 63) / 64 * 64;
-      dests.push_back({t.name, touched.data() + at, t.size});
-      at += t.size;
+    WL_ASSIGN_OR_RETURN(touched,
+                        AnonymousMemory::Map(std::max(file_bytes, layout),
+                                             "bench: touched host memory"));
+    std::memset(touched.data(), 0, touched.size());  // every page faulted in
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      const TensorInfo& t = ckpt.tensors()[i];
+      dests.push_back({t.name, touched.data() + offsets[i], t.size});
     }
     return Status::OK();
   };
@@ -285,13 +250,6 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
     }
     return Status::OK();
   };
-  // The naive baselines hold every tensor at once; the touched buffer is
-  // given back before them so the bench never holds two copies of the
-  // checkpoint (it is touched again, outside the timers, when next needed).
-  auto release_touched = [&] {
-    touched = TouchedHost();
-    dests.clear();
-  };
   auto run_loader_into = [&](Mode mode) -> Status {
     WL_RETURN_IF_ERROR(ensure_touched());
     LoadReport rep;
@@ -305,8 +263,7 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
     return Status::OK();
   };
   auto run_naive_mmap = [&](Mode mode) -> Status {
-    release_touched();
-    bench_held_memory = true;  // it holds every tensor at once
+    hold_own_copy();  // it holds every tensor at once
     if (device.is_cuda()) {
       WL_ASSIGN_OR_RETURN(double secs,
                           internal::NaiveMmapToDevice(ckpt, device.index));
@@ -320,8 +277,7 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
     return Status::OK();
   };
   auto run_naive_pread = [&](Mode mode) -> Status {
-    release_touched();
-    bench_held_memory = true;
+    hold_own_copy();
     WL_ASSIGN_OR_RETURN(Timing t, NaivePreadOneThread(ckpt));
     rows.Add(kNaivePread, naive_pread_label, mode, t.bytes, t.seconds,
              t.method + " (into host memory)");
@@ -379,8 +335,7 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
         // Right after the loader, in the same page-cache state: the same
         // job (files into new memory) done the plain way.
         step(m, pass, "sequential read into fresh memory");
-        release_touched();
-        bench_held_memory = true;
+        hold_own_copy();
         WL_ASSIGN_OR_RETURN(Timing t, SequentialReadFresh(ckpt));
         rows.Add(kSequentialFresh, "buffered sequential read into fresh memory",
                  m, t.bytes, t.seconds, t.method);
