@@ -90,7 +90,7 @@ StatusOr<double> WeightedResidency(const Checkpoint& ckpt) {
 std::vector<std::string> CheckpointFiles(const Checkpoint& ckpt) {
   std::vector<std::string> paths;
   for (const FileInfo& f : ckpt.files()) {
-    const std::string& p = f.resolved_path.empty() ? f.path : f.resolved_path;
+    const std::string& p = f.open_path();
     if (std::find(paths.begin(), paths.end(), p) == paths.end()) {
       paths.push_back(p);
     }

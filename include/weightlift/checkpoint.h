@@ -37,6 +37,11 @@ struct FileInfo {
   // The header has a __metadata__ key; false when absent. Lets a caller
   // tell an empty {} from no key (safetensors returns {} vs None).
   bool has_metadata = false;
+  // The path to open for the bytes: resolved_path, or path where it was
+  // never resolved (a FileInfo made by hand).
+  const std::string& open_path() const {
+    return resolved_path.empty() ? path : resolved_path;
+  }
 };
 
 class Checkpoint {

@@ -47,7 +47,7 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     fp.file = opened[i].file.get();
     FileReport fr = opened[i].report;
     if (fr.path.empty()) fr.path = fi.path;
-    bool ramfs = IsRamFs(fi.resolved_path.empty() ? fi.path : fi.resolved_path);
+    bool ramfs = IsRamFs(fi.open_path());
     double frac = opened[i].resident_fraction;
     if (frac < 0 && !ramfs) {  // backend named explicitly: not sampled yet
       if (auto r = SampleResidency(fi.path); r.ok()) frac = r->fraction;

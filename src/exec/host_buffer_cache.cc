@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <string>
+
+#include "util/errno_text.h"
 
 namespace weightlift::internal {
 namespace {
@@ -62,7 +63,7 @@ StatusOr<HostBufferCache::Buffer> HostBufferCache::Acquire(uint64_t bytes,
     const int err = errno;
     return Status::ResourceExhausted(
         "cannot allocate " + std::to_string(bytes) +
-        " bytes of host memory for tensors: mmap: " + std::strerror(err));
+        " bytes of host memory for tensors: mmap: " + ErrnoText(err));
   }
   if (huge && bytes >= (uint64_t{2} << 20)) {
     (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: may be refused

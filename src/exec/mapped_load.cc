@@ -38,8 +38,7 @@ struct MappedFiles {
 // Maps FILE privately (read + copy-on-write); checks it is still the size
 // its header was read at.
 Status MapFile(const FileInfo& info, MappedFiles::Mapping* out) {
-  const std::string& path =
-      info.resolved_path.empty() ? info.path : info.resolved_path;
+  const std::string& path = info.open_path();
   WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, 0, "zero_copy"));
   WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd.get(), path));
   WL_RETURN_IF_ERROR(CheckUnchangedSize(info, size));

@@ -95,8 +95,7 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
       out[i].report.reason = "no requested tensor in this file";
       continue;
     }
-    const std::string& path =
-        info.resolved_path.empty() ? info.path : info.resolved_path;
+    const std::string& path = info.open_path();
     io.fixed_buffers =
         info.size >= options.uring_register_min_bytes ? fixed : FixedBuffers{};
     if (options.backend == Backend::kAuto) {
