@@ -13,6 +13,8 @@
 
 #include "baselines.h"
 #include "cuda/baselines.h"
+#include "util/thread_count.h"
+#include "weightlift/byte_size.h"
 #include "weightlift/loader.h"
 
 namespace weightlift::bench {
@@ -45,15 +47,8 @@ std::string Times(double v) {
   return buf;
 }
 
-std::string Bytes(uint64_t b) {
-  char buf[32];
-  if (b >= 1000ull * 1000 * 1000) {
-    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
-  }
-  return buf;
-}
+// Byte counts as every report prints them (binary units).
+std::string Bytes(uint64_t b) { return FormatByteSize(b); }
 
 // Collects samples into rows keyed by (id, mode).
 class Rows {
@@ -93,10 +88,9 @@ std::string PathsTaken(const LoadReport& r) {
   return out;
 }
 
+// The loader's count for buffered reads (the page-cache ceiling's job).
 int CeilingThreads(const LoadOptions& o) {
-  if (o.threads > 0) return o.threads;
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<int>(std::min(hw, 8u));
+  return internal::ThreadCount(o.threads, internal::ThreadUse::kBufferedReads);
 }
 
 }  // namespace

@@ -5,11 +5,43 @@
 #include "exec/host_loader.h"
 
 namespace weightlift {
+namespace {
+
+// Every report states the options its load ran with: stamped here, once,
+// whichever loader filled the rest of it.
+class OptionsStampingLoader final : public Loader {
+ public:
+  explicit OptionsStampingLoader(std::unique_ptr<Loader> inner)
+      : inner_(std::move(inner)) {}
+
+  StatusOr<LoadResult> Load(const Checkpoint& ckpt,
+                            std::span<const std::string> names,
+                            const LoadCallbacks& callbacks) override {
+    StatusOr<LoadResult> r = inner_->Load(ckpt, names, callbacks);
+    if (r.ok()) r->report.options = inner_->options();
+    return r;
+  }
+  Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
+                  LoadReport* report, const LoadCallbacks& callbacks) override {
+    Status s = inner_->LoadInto(ckpt, dests, report, callbacks);
+    if (report != nullptr) report->options = inner_->options();
+    return s;
+  }
+  const LoadOptions& options() const override { return inner_->options(); }
+
+ private:
+  std::unique_ptr<Loader> inner_;
+};
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Loader>> Loader::Create(const LoadOptions& options) {
   WL_RETURN_IF_ERROR(options.Validate());
-  if (options.device.is_cuda()) return internal::CreateCudaLoader(options);
-  return internal::CreateHostLoader(options);
+  StatusOr<std::unique_ptr<Loader>> inner =
+      options.device.is_cuda() ? internal::CreateCudaLoader(options)
+                               : internal::CreateHostLoader(options);
+  if (!inner.ok()) return inner.status();
+  return std::unique_ptr<Loader>(new OptionsStampingLoader(std::move(*inner)));
 }
 
 StatusOr<LoadResult> LoadCheckpoint(const std::string& path,

@@ -9,7 +9,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 
 namespace weightlift::cli {
 
@@ -23,6 +22,12 @@ const char kExitCodesHelp[] =
     "  5  unsupported: backend or feature not available in this build or "
     "on this machine\n"
     "  6  not found: file, directory, shard or tensor does not exist\n";
+
+const char kSizeHelp[] =
+    "SIZE is bytes (4194304) or a number with a unit: K, M, G, T and KiB, "
+    "MiB, GiB, TiB are powers of 1024 (8M = 8MiB = 8388608); KB, MB, GB, TB "
+    "are powers of 1000 (8MB = 8000000). Sizes print in binary units (MiB, "
+    "GiB), throughput in GB/s (10^9 bytes per second).";
 
 int ExitCodeFor(StatusCode code) {
   switch (code) {
@@ -53,67 +58,6 @@ int ReportError(const Status& status) {
   return ExitCodeFor(status.code());
 }
 
-StatusOr<uint64_t> ParseSize(std::string_view text) {
-  auto bad = [&](const char* why) {
-    return Status::InvalidArgument("invalid size '" + std::string(text) +
-                                   "': " + why +
-                                   " (use bytes or a unit: 8M, 8MiB, 1G)");
-  };
-  size_t i = 0;
-  uint64_t value = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
-    if (value > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
-      return bad("too large");
-    }
-    value = value * 10 + digit;
-    ++i;
-  }
-  if (i == 0) return bad("no number");
-  std::string unit;
-  for (char c : text.substr(i)) {
-    unit.push_back(
-        static_cast<char>((c >= 'a' && c <= 'z') ? c - 'a' + 'A' : c));
-  }
-  uint64_t multiplier = 1;
-  if (!unit.empty() && unit != "B") {
-    const char prefix = unit[0];
-    const std::string rest = unit.substr(1);
-    int power = 0;
-    switch (prefix) {
-      case 'K':
-        power = 1;
-        break;
-      case 'M':
-        power = 2;
-        break;
-      case 'G':
-        power = 3;
-        break;
-      case 'T':
-        power = 4;
-        break;
-      default:
-        return bad("unknown unit");
-    }
-    uint64_t base;
-    if (rest.empty() || rest == "I" || rest == "IB") {
-      base = 1024;
-    } else if (rest == "B") {
-      base = 1000;
-    } else {
-      return bad("unknown unit");
-    }
-    for (int p = 0; p < power; ++p) multiplier *= base;
-  }
-  if (value != 0 && multiplier > std::numeric_limits<uint64_t>::max() / value) {
-    return bad("too large");
-  }
-  value *= multiplier;
-  if (value == 0) return bad("must be greater than zero");
-  return value;
-}
-
 StatusOr<Checkpoint> OpenCheckpoint(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -128,47 +72,22 @@ StatusOr<Checkpoint> OpenCheckpoint(const std::string& path) {
 
 StatusOr<LoadOptions> MakeLoadOptions(const LoadFlags& flags) {
   LoadOptions options;
-  WL_ASSIGN_OR_RETURN(options.device, Device::Parse(flags.device));
-  WL_ASSIGN_OR_RETURN(options.backend, ParseBackend(flags.backend));
-  WL_ASSIGN_OR_RETURN(options.gds, ParseGdsMode(flags.gds));
-  if (flags.threads < 0) {
-    return Status::InvalidArgument(
-        "--threads must be >= 0 (0 = automatic), "
-        "got " +
-        std::to_string(flags.threads));
-  }
-  options.threads = flags.threads;
+  WL_RETURN_IF_ERROR(SetLoadOption(options, "device", flags.device));
+  WL_RETURN_IF_ERROR(SetLoadOption(options, "backend", flags.backend));
+  WL_RETURN_IF_ERROR(SetLoadOption(options, "gds", flags.gds));
+  WL_RETURN_IF_ERROR(
+      SetLoadOption(options, "threads", std::to_string(flags.threads)));
   if (!flags.chunk.empty()) {
-    WL_ASSIGN_OR_RETURN(uint64_t chunk, ParseSize(flags.chunk));
-    options.chunk_bytes = static_cast<size_t>(chunk);
-    // The CUDA staging ring has its own slot size (tuned smaller than the
-    // host read size); an explicit --chunk means both.
-    if (options.device.is_cuda()) {
-      options.cuda_chunk_bytes = static_cast<size_t>(chunk);
-    }
+    WL_RETURN_IF_ERROR(SetLoadOption(options, "chunk", flags.chunk));
   }
   if (!flags.staging.empty()) {
-    WL_ASSIGN_OR_RETURN(uint64_t staging, ParseSize(flags.staging));
-    options.staging_bytes = static_cast<size_t>(staging);
+    WL_RETURN_IF_ERROR(SetLoadOption(options, "staging", flags.staging));
   }
   WL_RETURN_IF_ERROR(options.Validate());
   return options;
 }
 
-std::string FormatBytes(uint64_t bytes) {
-  char buf[64];
-  const double b = static_cast<double>(bytes);
-  if (bytes >= 1000ull * 1000 * 1000) {
-    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-  } else if (bytes >= 1000ull * 1000) {
-    std::snprintf(buf, sizeof buf, "%.2f MB", b / 1e6);
-  } else if (bytes >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.2f kB", b / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%" PRIu64 " B", bytes);
-  }
-  return buf;
-}
+std::string FormatBytes(uint64_t bytes) { return FormatByteSize(bytes); }
 
 std::string FormatRate(uint64_t bytes, double seconds) {
   if (seconds <= 0) return "-";

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -29,6 +30,8 @@ enum ExitCode : int {
 
 // The text `weightlift --help` shows for the exit codes.
 extern const char kExitCodesHelp[];
+// What SIZE means in every flag that takes one (ParseByteSize).
+extern const char kSizeHelp[];
 
 // The one mapping from a Status category to an exit code.
 int ExitCodeFor(StatusCode code);
@@ -36,18 +39,25 @@ int ExitCodeFor(StatusCode code);
 // Prints "weightlift: error: <status>" to stderr and returns its exit code.
 int ReportError(const Status& status);
 
-// Parses a byte count: plain bytes ("4096"), binary units K/M/G/T with an
-// optional "i"/"iB" ("8M", "8MiB", "1G", "64k"; 1024-based), or decimal
-// units KB/MB/GB/TB (1000-based). InvalidArgument names the text on anything
-// else, on zero, and on overflow.
-StatusOr<uint64_t> ParseSize(std::string_view text);
+// A flag check for CLI11's ->check(): empty when PARSE accepts the text,
+// else PARSE's message. Values are then checked while parsing (a usage
+// error naming the flag) by the same parser that maps them later, so the
+// accepted names live in one place (options.h).
+template <typename Parse>
+std::function<std::string(const std::string&)> CheckedBy(Parse parse) {
+  return [parse](const std::string& text) -> std::string {
+    auto v = parse(text);
+    return v.ok() ? std::string() : v.status().message();
+  };
+}
 
 // Opens PATH as a checkpoint. A path that does not exist is NotFound with a
 // plain message; everything else is Checkpoint::Open's own status.
 StatusOr<Checkpoint> OpenCheckpoint(const std::string& path);
 
-// Parses the shared load flags (already split as text) into OPTIONS.
-// Empty strings keep the defaults. InvalidArgument on bad values.
+// The shared load flags as given (text). Empty strings and threads 0 keep
+// the defaults. MakeLoadOptions maps them with SetLoadOption (the mapping
+// Python uses too) and validates: InvalidArgument on bad values.
 struct LoadFlags {
   std::string device = "cpu";
   std::string backend = "auto";
@@ -58,7 +68,8 @@ struct LoadFlags {
 };
 StatusOr<LoadOptions> MakeLoadOptions(const LoadFlags& flags);
 
-// "13.48 GB" (decimal, as throughput is quoted).
+// "12.55 GiB": byte counts in binary units, as every report prints them
+// (FormatByteSize).
 std::string FormatBytes(uint64_t bytes);
 // "2.31 GB/s"; "-" when seconds <= 0.
 std::string FormatRate(uint64_t bytes, double seconds);

@@ -7,39 +7,6 @@
 namespace weightlift::cli {
 namespace {
 
-TEST(ParseSize, PlainAndUnits) {
-  EXPECT_EQ(*ParseSize("4096"), 4096u);
-  EXPECT_EQ(*ParseSize("8M"), 8ull << 20);
-  EXPECT_EQ(*ParseSize("8m"), 8ull << 20);
-  EXPECT_EQ(*ParseSize("8MiB"), 8ull << 20);
-  EXPECT_EQ(*ParseSize("8mib"), 8ull << 20);
-  EXPECT_EQ(*ParseSize("8Mi"), 8ull << 20);
-  EXPECT_EQ(*ParseSize("1G"), 1ull << 30);
-  EXPECT_EQ(*ParseSize("64k"), 64ull << 10);
-  EXPECT_EQ(*ParseSize("2T"), 2ull << 40);
-  EXPECT_EQ(*ParseSize("2MB"), 2'000'000u);
-  EXPECT_EQ(*ParseSize("3kB"), 3'000u);
-  EXPECT_EQ(*ParseSize("512B"), 512u);
-}
-
-TEST(ParseSize, Rejects) {
-  for (const char* bad :
-       {"", "M", "abc", "0", "0M", "1.5M", "-1", "8 M", "8MX", "8Q",
-        "18446744073709551616", "16777216T", "99999999999999999999G"}) {
-    StatusOr<uint64_t> v = ParseSize(bad);
-    EXPECT_FALSE(v.ok()) << bad;
-    if (!v.ok()) {
-      EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument) << bad;
-      EXPECT_NE(v.status().message().find(std::string("'") + bad + "'"),
-                std::string::npos)
-          << v.status().message();
-    }
-  }
-  // The largest value that fits.
-  EXPECT_EQ(*ParseSize("18446744073709551615"), ~0ull);
-  EXPECT_EQ(*ParseSize("16777215T"), 16777215ull << 40);
-}
-
 TEST(ExitCodes, Mapping) {
   EXPECT_EQ(ExitCodeFor(StatusCode::kOk), 0);
   EXPECT_EQ(ExitCodeFor(StatusCode::kInvalidArgument), 2);
@@ -102,6 +69,7 @@ TEST(MakeLoadOptions, ParsesAndValidates) {
   EXPECT_EQ(o->gds, GdsMode::kOff);
   EXPECT_EQ(o->threads, 3);
   EXPECT_EQ(o->chunk_bytes, 4u << 20);
+  EXPECT_EQ(o->cuda_chunk_bytes, 4u << 20);  // SetLoadOption's one mapping
   EXPECT_EQ(o->staging_bytes, 64u << 20);
 
   LoadFlags bad = f;

@@ -81,32 +81,31 @@ int Run(const LoadArgs& args) {
 }  // namespace
 
 void AddLoadFlags(CLI::App* app, LoadFlags* flags) {
-  // Sizes are checked while parsing, so a bad one is a usage error (2)
+  // Values are checked while parsing, so a bad one is a usage error (2)
   // with CLI11's message naming the flag.
-  auto size_check = [](const std::string& text) -> std::string {
-    StatusOr<uint64_t> v = ParseSize(text);
-    return v.ok() ? std::string() : v.status().message();
-  };
   app->add_option("--device", flags->device, "cpu, cuda or cuda:N")
+      ->check(CheckedBy(Device::Parse))
       ->capture_default_str();
   app->add_option("--backend", flags->backend,
                   "how bytes leave storage: auto|pread|direct|uring|mmap")
-      ->check(CLI::IsMember({"auto", "pread", "direct", "uring", "mmap"}))
+      ->check(CheckedBy(ParseBackend))
       ->capture_default_str();
   app->add_option("--gds", flags->gds,
                   "GPUDirect Storage for CUDA devices: auto|on|off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(CheckedBy(ParseGdsMode))
       ->capture_default_str();
   app->add_option("--threads", flags->threads,
-                  "I/O threads (0: min(hardware threads, 8))")
+                  "I/O threads (0: automatic, by the kind of reads)")
       ->capture_default_str();
   app->add_option("--chunk", flags->chunk,
-                  "bytes per read request, e.g. 8M, 8MiB, 1G, 4194304 "
-                  "(default 8M)")
-      ->check(size_check);
+                  "bytes per read request and, for CUDA, per staging slot, "
+                  "e.g. 8M, 8MiB, 1G, 4194304 (default 8M on the host, 4M "
+                  "staging slots for CUDA)")
+      ->check(CheckedBy(ParseByteSize));
   app->add_option("--staging", flags->staging,
                   "bounce / pinned staging memory in total (default 128M)")
-      ->check(size_check);
+      ->check(CheckedBy(ParseByteSize));
+  app->footer(kSizeHelp);
 }
 
 Command AddLoad(CLI::App& parent) {

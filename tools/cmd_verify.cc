@@ -169,10 +169,11 @@ Command AddVerify(CLI::App& parent) {
       ->check(CLI::IsMember({"sha256"}));
   app->add_option("--device", args->load.device,
                   "cpu or cuda:N (CUDA tensors are copied back to hash)")
+      ->check(CheckedBy(Device::Parse))
       ->capture_default_str();
   app->add_option("--backend", args->load.backend,
                   "auto|pread|direct|uring|mmap")
-      ->check(CLI::IsMember({"auto", "pread", "direct", "uring", "mmap"}))
+      ->check(CheckedBy(ParseBackend))
       ->capture_default_str();
   return {app, [args] { return Run(*args); }};
 }

@@ -1,12 +1,19 @@
 // LoadOptions: every knob of a load, with its default. Options are passed in;
 // the library never reads environment variables or flags itself.
+//
+// Resolved in one place: the `weightlift` command's flags and Python's
+// keyword arguments both go through SetLoadOption (one spelling of every
+// knob and its values, sizes by ParseByteSize), and every loader starts with
+// Validate. Each LoadReport carries the options it ran with.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "weightlift/byte_size.h"
 #include "weightlift/status.h"
 
 namespace weightlift {
@@ -25,7 +32,9 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
-// How bytes leave storage.
+// How bytes leave storage: the one backend enum, from the options down to
+// the file that reads (src/io opens a named backend; kAuto is resolved per
+// file before that, see src/exec/open_files.cc).
 enum class Backend {
   kAuto,    // per file: buffered pread if its pages are resident, else
             // O_DIRECT through io_uring (or O_DIRECT pread without liburing)
@@ -50,13 +59,16 @@ StatusOr<GdsMode> ParseGdsMode(std::string_view text);
 // Zero-copy from the page cache for CUDA loads: mmap the resident file,
 // cudaHostRegister it read-only in pieces, and copy straight from it.
 enum class HostRegisterMode { kAuto, kOn, kOff };
+std::string_view HostRegisterModeName(HostRegisterMode m);
+StatusOr<HostRegisterMode> ParseHostRegisterMode(std::string_view text);
 
 struct LoadOptions {
   Device device;  // cpu
   Backend backend = Backend::kAuto;
   GdsMode gds = GdsMode::kAuto;
   HostRegisterMode host_register = HostRegisterMode::kAuto;
-  int threads = 0;                     // 0: min(hardware threads, 8)
+  int threads = 0;                     // 0: by the kind of reads, see
+                                       // src/exec/thread_count.h
   size_t chunk_bytes = 8u << 20;       // bytes per read request (8 MiB)
   size_t staging_bytes = 128u << 20;   // bounce / pinned staging, total
   int queue_depth = 16;                // io_uring reads in flight per thread
@@ -88,7 +100,39 @@ struct LoadOptions {
   size_t uring_register_min_bytes = 256u << 20;
 
   // InvalidArgument if a knob is out of range (names the knob and value).
+  // The one check of the options: loaders call it before anything else.
   Status Validate() const;
+
+  // The options in effect, one line: "backend auto, gds auto, ...", each
+  // knob by its SetLoadOption name (device excluded: reports print it
+  // first).
+  std::string ToString() const;
 };
+
+// The knobs SetLoadOption knows, in the order ToString prints them:
+// device, backend, gds, host_register, threads, chunk, cuda_chunk, staging,
+// queue_depth, direct_min_bytes, copy_streams, resident_threshold,
+// zero_copy, host_register_piece, host_buffer_cache, uring_register_min.
+const std::vector<std::string_view>& LoadOptionNames();
+
+// Sets the knob NAME (one of LoadOptionNames) of OPTIONS from VALUE as text,
+// the one way the command's flags and Python's keyword arguments map onto
+// LoadOptions:
+//   device               "cpu", "cuda", "cuda:N"
+//   backend              auto | pread | direct | uring | mmap
+//   gds, host_register   auto | on | off
+//   zero_copy            true | false (also on/off, 1/0)
+//   threads, queue_depth, copy_streams   a decimal integer (0: auto)
+//   resident_threshold   a decimal fraction, 0 to 1
+//   chunk                bytes per read (ParseByteSize); for CUDA devices
+//                        also the staging slot (sets chunk_bytes and
+//                        cuda_chunk_bytes, whatever the device)
+//   cuda_chunk           cuda_chunk_bytes alone (0: the tuned default)
+//   staging, direct_min_bytes, host_register_piece, host_buffer_cache,
+//   uring_register_min   byte counts (ParseByteSize)
+// InvalidArgument naming the knob on an unknown name or a value that does
+// not parse. Ranges are Validate's job, after every knob is set.
+Status SetLoadOption(LoadOptions& options, std::string_view name,
+                     std::string_view value);
 
 }  // namespace weightlift

@@ -29,7 +29,9 @@ struct LoadReport {
   double transfer_seconds = 0;  // reads + copies until all done
   uint64_t staging_bytes = 0;   // bounce / pinned memory held
   uint64_t device_bytes = 0;    // device memory allocated by the loader
-  int threads = 0;
+  int threads = 0;              // worker threads this load used
+  LoadOptions options;          // the options in effect (as validated;
+                                // threads 0 = automatic, resolved above)
   std::vector<FileReport> files;
   std::vector<std::string> notes;  // fallbacks and warnings, one line each
 

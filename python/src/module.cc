@@ -136,6 +136,8 @@ nb::dict MetadataDict(const std::map<std::string, std::string>& m) {
   return d;
 }
 
+nb::dict OptionsDict(const LoadOptions& o);
+
 nb::dict ReportDict(const LoadReport& r) {
   nb::dict d;
   d["device"] = r.device.ToString();
@@ -149,6 +151,7 @@ nb::dict ReportDict(const LoadReport& r) {
   d["staging_bytes"] = r.staging_bytes;
   d["device_bytes"] = r.device_bytes;
   d["threads"] = r.threads;
+  d["options"] = OptionsDict(r.options);
   d["gb_per_s"] = r.gb_per_s();
   nb::list files;
   for (const FileReport& f : r.files) {
@@ -167,85 +170,39 @@ nb::dict ReportDict(const LoadReport& r) {
   return d;
 }
 
-const char* HostRegisterName(HostRegisterMode m) {
-  switch (m) {
-    case HostRegisterMode::kAuto:
-      return "auto";
-    case HostRegisterMode::kOn:
-      return "on";
-    case HostRegisterMode::kOff:
-      return "off";
-  }
-  return "auto";
-}
-
-StatusOr<HostRegisterMode> ParseHostRegister(const std::string& s) {
-  if (s == "auto") return HostRegisterMode::kAuto;
-  if (s == "on") return HostRegisterMode::kOn;
-  if (s == "off") return HostRegisterMode::kOff;
-  return Status::InvalidArgument(
-      "host_register: expected auto, on or off, "
-      "got '" +
-      s + "'");
-}
-
+// LoadOptions by SetLoadOption's knob names (the keys of the report's
+// "options" in LoadReport::ToJson), sizes in bytes.
 nb::dict OptionsDict(const LoadOptions& o) {
   nb::dict d;
   d["device"] = o.device.ToString();
   d["backend"] = std::string(BackendName(o.backend));
   d["gds"] = std::string(GdsModeName(o.gds));
-  d["host_register"] = HostRegisterName(o.host_register);
+  d["host_register"] = std::string(HostRegisterModeName(o.host_register));
   d["threads"] = o.threads;
   d["chunk"] = o.chunk_bytes;
+  d["cuda_chunk"] = o.cuda_chunk_bytes;
   d["staging"] = o.staging_bytes;
   d["queue_depth"] = o.queue_depth;
   d["direct_min_bytes"] = o.direct_min_bytes;
   d["copy_streams"] = o.copy_streams;
   d["resident_threshold"] = o.resident_threshold;
   d["zero_copy"] = o.zero_copy;
+  d["host_register_piece"] = o.host_register_piece_bytes;
+  d["host_buffer_cache"] = o.host_buffer_cache_bytes;
+  d["uring_register_min"] = o.uring_register_min_bytes;
   return d;
 }
 
-// Keys are the names OptionsDict uses; values already normalized by Python
-// (strings for enums, ints for sizes). Unknown keys are an error.
+// Keys are SetLoadOption's knob names, values their text (Python's
+// _options.normalize turns ints, bools and floats into text): the same
+// mapping and size parser as the command's flags. Loader::Create validates.
 LoadOptions OptionsFromDict(const nb::dict& d) {
   LoadOptions o;
   for (auto [key, value] : d) {
-    std::string k = nb::cast<std::string>(key);
     if (value.is_none()) continue;
-    if (k == "device") {
-      o.device = ValueOrRaise(Device::Parse(nb::cast<std::string>(value)));
-    } else if (k == "backend") {
-      o.backend = ValueOrRaise(ParseBackend(nb::cast<std::string>(value)));
-    } else if (k == "gds") {
-      o.gds = ValueOrRaise(ParseGdsMode(nb::cast<std::string>(value)));
-    } else if (k == "host_register") {
-      o.host_register =
-          ValueOrRaise(ParseHostRegister(nb::cast<std::string>(value)));
-    } else if (k == "threads") {
-      o.threads = nb::cast<int>(value);
-    } else if (k == "chunk") {
-      // For CUDA loads the staging slot size too (LoadOptions keeps the
-      // two apart so each has its own tuned default).
-      o.chunk_bytes = nb::cast<size_t>(value);
-      o.cuda_chunk_bytes = o.chunk_bytes;
-    } else if (k == "staging") {
-      o.staging_bytes = nb::cast<size_t>(value);
-    } else if (k == "queue_depth") {
-      o.queue_depth = nb::cast<int>(value);
-    } else if (k == "direct_min_bytes") {
-      o.direct_min_bytes = nb::cast<size_t>(value);
-    } else if (k == "copy_streams") {
-      o.copy_streams = nb::cast<int>(value);
-    } else if (k == "resident_threshold") {
-      o.resident_threshold = nb::cast<double>(value);
-    } else if (k == "zero_copy") {
-      o.zero_copy = nb::cast<bool>(value);
-    } else {
-      Raise(Status::InvalidArgument("unknown load option '" + k + "'"));
-    }
+    ThrowIfError(SetLoadOption(o, nb::cast<std::string>(key),
+                               nb::cast<std::string>(value)));
   }
-  ThrowIfError(o.Validate());
   return o;
 }
 
@@ -466,6 +423,17 @@ NB_MODULE(_native, m) {
       "_live_buffers", [] { return g_live_owners.load(); },
       "Exported buffers still alive (for tests).");
   m.def("default_options", [] { return OptionsDict(LoadOptions{}); });
+  m.def("option_names", [] {
+    nb::list l;
+    for (std::string_view n : LoadOptionNames()) l.append(std::string(n));
+    return l;
+  });
+  m.def(
+      "parse_size",
+      [](const std::string& text) { return ValueOrRaise(ParseByteSize(text)); },
+      "text"_a,
+      "Bytes in TEXT (weightlift/byte_size.h: 8M = 8MiB, 8MB = 8e6).");
+  m.def("format_size", &FormatByteSize, "bytes"_a);
   m.def("dtype_bits", [](const std::string& name) -> int {
     std::optional<DType> d = ParseDType(name);
     if (!d) Raise(Status::InvalidArgument("unknown dtype '" + name + "'"));

@@ -1,58 +1,67 @@
 """Load options as keyword arguments.
 
 Every option defaults to the C++ LoadOptions default (see
-``weightlift.default_options()``); ``None`` also means "the default".
+``weightlift.default_options()``); ``None`` also means "the default". The
+names, their values and the size syntax are the C++ ``SetLoadOption``'s
+(include/weightlift/options.h), the same as the ``weightlift`` command's
+flags: this module only turns Python values into that text.
 
-=================  =========================================================
-device             "cpu" (default), "cuda", "cuda:N", an int N, or a
-                   torch.device
-backend            "auto" | "pread" | "direct" | "uring" | "mmap"
-gds                "auto" | "on" | "off" (True/False also accepted)
-host_register      "auto" | "on" | "off" (True/False): zero-copy from the
-                   page cache for CUDA loads
-threads            I/O threads; 0 = min(hardware threads, 8)
-chunk              bytes per read request (int, or "8MiB", "16M", ...)
-staging            bytes of bounce / pinned staging in total
-queue_depth        io_uring reads in flight per thread
-direct_min_bytes   tensors smaller than this go through the bounce buffer
-copy_streams       CUDA streams; 0 = one per thread
-resident_threshold auto: fraction of sampled pages resident to call a file
-                   warm
-zero_copy          cpu only, default False: tensors are views of a private
-                   (copy-on-write) mapping of each file, as plain safetensors
-                   gives on cpu; nothing is copied at load time, but the
-                   tensors depend on the file (truncating it while they live
-                   raises SIGBUS)
-=================  =========================================================
+===================  =======================================================
+device               "cpu" (default), "cuda", "cuda:N", an int N, or a
+                     torch.device
+backend              "auto" | "pread" | "direct" | "uring" | "mmap"
+gds                  "auto" | "on" | "off" (True/False also accepted)
+host_register        "auto" | "on" | "off" (True/False): zero-copy from the
+                     page cache for CUDA loads
+threads              I/O threads; 0 = automatic (by the kind of reads)
+chunk                bytes per read request, and for CUDA loads per staging
+                     slot (int, or "8MiB", "16M", ...: see sizes below)
+cuda_chunk           the CUDA staging slot alone; 0 = the tuned default
+staging              bytes of bounce / pinned staging in total
+queue_depth          io_uring reads in flight per thread
+direct_min_bytes     tensors smaller than this go through the bounce buffer
+copy_streams         CUDA streams; 0 = one per thread
+resident_threshold   auto: fraction of sampled pages resident to call a
+                     file warm
+zero_copy            cpu only, default False: tensors are views of a private
+                     (copy-on-write) mapping of each file, as plain
+                     safetensors gives on cpu; nothing is copied at load
+                     time, but the tensors depend on the file (truncating it
+                     while they live raises SIGBUS)
+host_register_piece  bytes per cudaHostRegister piece; 0 = default
+host_buffer_cache    bytes of freed host destinations kept for reuse
+uring_register_min   loads and files from this size register their ring
+===================  =======================================================
+
+Sizes: an int is bytes; a string is bytes or a number with a unit. K, M, G,
+T and KiB, MiB, GiB, TiB are powers of 1024 ("8M" == "8MiB" == 8388608);
+KB, MB, GB, TB are powers of 1000 ("8MB" == 8000000). ``parse_size`` is the
+C++ parser itself.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict
 
-OPTION_NAMES = (
-    "device", "backend", "gds", "host_register", "threads", "chunk",
-    "staging", "queue_depth", "direct_min_bytes", "copy_streams",
-    "resident_threshold", "zero_copy",
-)
+from . import _native
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?[bB])?\s*$")
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+OPTION_NAMES = tuple(_native.option_names())
+_SIZE_OPTIONS = ("chunk", "cuda_chunk", "staging", "direct_min_bytes",
+                 "host_register_piece", "host_buffer_cache",
+                 "uring_register_min")
+_INT_OPTIONS = ("threads", "queue_depth", "copy_streams")
 
 
-def parse_size(value: Any, name: str) -> int:
-    """An int, or a string like "8MiB" / "8M" / "1.5G" (powers of 1024)."""
+def parse_size(value: Any, name: str = "size") -> int:
+    """Bytes in VALUE: an int, or text by the C++ ParseByteSize rules."""
     if isinstance(value, bool):
         raise TypeError(f"{name}: expected a size, got {value!r}")
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        m = _SIZE_RE.match(value)
-        if m:
-            return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    raise ValueError(f"{name}: expected bytes as an int or e.g. '8MiB', "
-                     f"got {value!r}")
+        return _native.parse_size(value)
+    raise TypeError(f"{name}: expected bytes as an int or e.g. '8MiB', "
+                    f"got {value!r}")
 
 
 def device_string(device: Any) -> str:
@@ -87,13 +96,15 @@ def _mode(value: Any, name: str) -> str:
                     f"got {value!r}")
 
 
-def normalize(options: Dict[str, Any]) -> Dict[str, Any]:
-    """Checks names and converts values to what the native Loader takes.
+def normalize(options: Dict[str, Any]) -> Dict[str, str]:
+    """Checks names and Python types; returns each knob as SetLoadOption's
+    text (what the native Loader takes).
 
-    Raises TypeError for an unknown keyword, like a Python function would.
-    Ranges are checked by the C++ LoadOptions::Validate (InvalidArgument).
+    Raises TypeError for an unknown keyword or a value of the wrong type,
+    like a Python function would. Values (sizes included) are parsed and
+    ranges checked in C++: InvalidArgumentError (a ValueError).
     """
-    out: Dict[str, Any] = {}
+    out: Dict[str, str] = {}
     for key, value in options.items():
         if key not in OPTION_NAMES:
             raise TypeError(f"unexpected keyword argument {key!r} (load "
@@ -105,18 +116,25 @@ def normalize(options: Dict[str, Any]) -> Dict[str, Any]:
         elif key in ("gds", "host_register"):
             out[key] = _mode(value, key)
         elif key == "backend":
-            out[key] = str(value).lower()
-        elif key in ("chunk", "staging", "direct_min_bytes"):
-            out[key] = parse_size(value, key)
+            if not isinstance(value, str):
+                raise TypeError(f"backend: expected a name, got {value!r}")
+            out[key] = value.lower()
+        elif key in _SIZE_OPTIONS:
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise TypeError(f"{key}: expected bytes as an int or e.g. "
+                                f"'8MiB', got {value!r}")
+            out[key] = str(value)
         elif key == "resident_threshold":
-            out[key] = float(value)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{key}: expected a number, got {value!r}")
+            out[key] = repr(float(value))
         elif key == "zero_copy":
             if not isinstance(value, bool):
                 raise TypeError(f"zero_copy: expected a bool, got {value!r}")
-            out[key] = value
-        else:
+            out[key] = "true" if value else "false"
+        else:  # _INT_OPTIONS
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{key}: expected an int, got {value!r}")
-            out[key] = value
+            out[key] = str(value)
     out.setdefault("device", "cpu")
     return out

@@ -31,8 +31,9 @@ class LoadReport:
     Attributes mirror the C++ LoadReport: ``device``, ``tensors``, ``bytes``,
     ``bytes_read``, ``seconds``, ``open_seconds``, ``alloc_seconds``,
     ``transfer_seconds``, ``staging_bytes``, ``device_bytes``, ``threads``,
-    ``gb_per_s``, ``files`` (list of FileReport) and ``notes`` (fallbacks and
-    warnings). ``load_into`` adds ``missing_keys`` and ``unexpected_keys``.
+    ``gb_per_s``, ``files`` (list of FileReport), ``notes`` (fallbacks and
+    warnings) and ``options`` (the options in effect, a dict keyed like
+    ``default_options()``; sizes in bytes, 0 = automatic). ``load_into`` adds ``missing_keys`` and ``unexpected_keys``.
     ``str(report)`` is the C++ LoadReport::ToString() text.
     """
 
@@ -46,6 +47,7 @@ class LoadReport:
         self.files: List[FileReport] = [FileReport(**f)
                                         for f in data.get("files", [])]
         self.notes: List[str] = list(data.get("notes", []))
+        self.options: Dict[str, Any] = dict(data.get("options") or {})
         self.missing_keys: List[str] = []
         self.unexpected_keys: List[str] = []
         self._text: str = data.get("text", "")
@@ -75,6 +77,7 @@ class LoadReport:
         d = {k: getattr(self, k) for k in self._FIELDS}
         d["files"] = [f.as_dict() for f in self.files]
         d["notes"] = list(self.notes)
+        d["options"] = dict(self.options)
         if self.missing_keys or self.unexpected_keys:
             d["missing_keys"] = list(self.missing_keys)
             d["unexpected_keys"] = list(self.unexpected_keys)

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "io/io_util.h"
+#include "util/thread_count.h"
 
 namespace weightlift::internal {
 namespace {
@@ -16,40 +17,20 @@ namespace {
 // host's last-level cache lets the DMA read what pread just wrote from cache
 // instead of DRAM.
 constexpr size_t kDefaultChunkBytes = 4u << 20;
-constexpr int kMaxDefaultThreads = 16;
 constexpr size_t kDefaultPieceBytes = 256u << 20;
-constexpr size_t kMinChunkBytes = 64u << 10;
-// Largest size that AlignUp(size, kPageBytes) does not wrap around.
-constexpr uint64_t kMaxPageRoundable =
-    std::numeric_limits<uint64_t>::max() - (kPageBytes - 1);
 
 }  // namespace
 
 StatusOr<CudaLoaderConfig> ResolveCudaConfig(const LoadOptions& options,
                                              unsigned hardware_threads) {
+  // The one check of the knobs (ranges, so no page round-up below can wrap
+  // even when CreateCudaLoader is called directly).
+  WL_RETURN_IF_ERROR(options.Validate());
   CudaLoaderConfig c;
-  unsigned hw = hardware_threads == 0 ? 8 : hardware_threads;
   c.threads =
-      options.threads > 0
-          ? options.threads
-          : static_cast<int>(std::min<unsigned>(hw, kMaxDefaultThreads));
+      ThreadCount(options.threads, ThreadUse::kCudaStaging, hardware_threads);
   size_t chunk =
       options.cuda_chunk_bytes ? options.cuda_chunk_bytes : kDefaultChunkBytes;
-  if (chunk < kMinChunkBytes) {
-    return Status::InvalidArgument("cuda_chunk_bytes " + std::to_string(chunk) +
-                                   " is below the minimum of 65536 bytes");
-  }
-  // Unvalidated options (CreateCudaLoader called directly) must not wrap the
-  // page round-up to 0: that divides by zero below, or plans 4 KiB pieces.
-  if (chunk > kMaxPageRoundable) {
-    return Status::InvalidArgument("cuda_chunk_bytes " + std::to_string(chunk) +
-                                   " is too large");
-  }
-  if (options.host_register_piece_bytes > kMaxPageRoundable) {
-    return Status::InvalidArgument(
-        "host_register_piece_bytes " +
-        std::to_string(options.host_register_piece_bytes) + " is too large");
-  }
   c.slot_bytes = AlignUp(chunk, kPageBytes);
   c.piece_bytes = options.host_register_piece_bytes
                       ? AlignUp(options.host_register_piece_bytes, kPageBytes)

@@ -36,13 +36,13 @@
 #include "plan/plan.h"
 #include "util/clock.h"
 #include "util/errno_text.h"
+#include "util/thread_count.h"
 
 namespace weightlift::internal {
 namespace {
 
 constexpr uint64_t kTensorAlign = 64;
 constexpr uint64_t kPageAlign = 4096;
-constexpr int kMinColdThreads = 4;
 // Load() destinations stay on 4 KiB pages. On the development VM the first
 // touch of fresh huge pages costs 0.4-0.6 GB/s of CPU (the hypervisor backs
 // each 2 MiB page on demand) against about 3 GB/s for 4 KiB pages, and only
@@ -259,12 +259,20 @@ Status HostLoader::Run(const Checkpoint& ckpt,
   }
   if (stats.bounce_chunks > 0 && stats.direct_chunks == 0 &&
       plan.bytes_delivered > 0) {
-    report->notes.push_back("all reads went through the bounce buffer (" +
-                            std::to_string(stats.bounce_chunks) + " chunks)");
-  } else if (stats.bounce_chunks > 0) {
     report->notes.push_back(
-        std::to_string(stats.direct_chunks) + " direct reads, " +
-        std::to_string(stats.bounce_chunks) + " through the bounce buffer");
+        "all reads went through the bounce buffer and were copied (" +
+        std::to_string(stats.bounce_chunks) +
+        (stats.bounce_chunks == 1 ? " chunk)" : " chunks)"));
+  } else if (stats.bounce_chunks > 0) {
+    // Says where the bytes landed, not which system call read them (either
+    // kind may be O_DIRECT or buffered).
+    report->notes.push_back(std::to_string(stats.direct_chunks) +
+                            (stats.direct_chunks == 1 ? " read" : " reads") +
+                            " landed straight in the destination, " +
+                            std::to_string(stats.bounce_chunks) +
+                            " went through the bounce buffer and " +
+                            (stats.bounce_chunks == 1 ? "was" : "were") +
+                            " copied");
   }
   return Status::OK();
 }
@@ -364,13 +372,9 @@ StatusOr<std::unique_ptr<Loader>> CreateHostLoader(const LoadOptions& options,
     return Status::InvalidArgument("the host loader serves device cpu, not " +
                                    options.device.ToString());
   }
-  // threads = 0: one per core for buffered reads; for O_DIRECT reads twice
-  // that, at least 4 (see HostLoader::cold_threads_). Measured on the
-  // 2-core development VM: bench/results/host-*.md.
-  const int warm = ResolveThreads(options.threads);
-  const int cold = options.threads > 0
-                       ? options.threads
-                       : std::clamp(2 * warm, kMinColdThreads, 16);
+  // threads = 0: see ThreadUse (and HostLoader::cold_threads_).
+  const int warm = ThreadCount(options.threads, ThreadUse::kBufferedReads);
+  const int cold = ThreadCount(options.threads, ThreadUse::kDirectReads);
   // Slots hold one chunk aligned up to 4096 (the planner never makes a
   // bounce chunk larger than chunk_bytes rounded down to the alignment).
   WL_ASSIGN_OR_RETURN(

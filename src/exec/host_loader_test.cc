@@ -11,11 +11,11 @@
 #include <set>
 
 #include "exec/testing/report_notes.h"
-#include "exec/thread_pool.h"
 #include "format/writer.h"
 #include "io/fault_file.h"
 #include "io/page_cache.h"
 #include "io/testing/temp_dir.h"
+#include "util/thread_count.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
 
@@ -179,7 +179,7 @@ TEST_F(HostLoaderTest, DefaultThreadsColdMoreThanWarmAndBitExact) {
   ASSERT_TRUE(warm.ok()) << warm.status().ToString();
   ExpectExact(*warm);
   ASSERT_EQ(warm->report.files[0].path_taken, "pread");
-  EXPECT_EQ(warm->report.threads, ResolveThreads(0));
+  EXPECT_EQ(warm->report.threads, ThreadCount(0, ThreadUse::kBufferedReads));
   if (cold->report.files[0].path_taken != "pread") {
     EXPECT_GE(cold->report.threads, 4);
     EXPECT_GT(cold->report.threads, warm->report.threads);
@@ -352,7 +352,7 @@ TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
   auto loader = CreateHostLoader(
-      o, ReopeningWithFaults(IoBackend::kUring, spec, &reopen_error));
+      o, ReopeningWithFaults(Backend::kUring, spec, &reopen_error));
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto r = (*loader)->Load(*ckpt_);
   if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {

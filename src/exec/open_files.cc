@@ -11,22 +11,6 @@
 namespace weightlift::internal {
 namespace {
 
-IoBackend ToIoBackend(Backend b) {
-  switch (b) {
-    case Backend::kPread:
-      return IoBackend::kPread;
-    case Backend::kDirect:
-      return IoBackend::kDirect;
-    case Backend::kUring:
-      return IoBackend::kUring;
-    case Backend::kMmap:
-      return IoBackend::kMmap;
-    case Backend::kAuto:
-      break;
-  }
-  return IoBackend::kPread;
-}
-
 // Opens one file in auto mode: residency decides buffered vs direct.
 StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
                               const LoadOptions& options, const IoOptions& io,
@@ -39,7 +23,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
     why = "pages " + Percent(residency->fraction) + " resident (" +
           std::to_string(residency->windows) + " samples)";
     if (residency->fraction >= options.resident_threshold) {
-      WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
+      WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, Backend::kPread, io));
       out.report.path_taken = "pread";
       out.report.reason = why + ": buffered pread";
       return out;
@@ -47,7 +31,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
   } else {
     why = "residency unknown (" + residency.status().message() + ")";
   }
-  auto uring = OpenFile(path, IoBackend::kUring, io);
+  auto uring = OpenFile(path, Backend::kUring, io);
   if (uring.ok()) {
     out.file = std::move(*uring);
     out.report.path_taken = "uring";
@@ -56,7 +40,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
     return out;
   }
   const std::string uring_why = uring.status().message();
-  auto direct = OpenFile(path, IoBackend::kDirect, io);
+  auto direct = OpenFile(path, Backend::kDirect, io);
   if (direct.ok()) {
     out.file = std::move(*direct);
     out.report.path_taken = "direct";
@@ -69,7 +53,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
   if (direct.status().code() != StatusCode::kUnsupported) {
     return direct.status();
   }
-  WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
+  WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, Backend::kPread, io));
   out.report.path_taken = "pread";
   out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
   if (notes)
@@ -104,7 +88,7 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
       f.report.path = info.path;
       out[i] = std::move(f);
     } else {
-      auto f = OpenFile(path, ToIoBackend(options.backend), io);
+      auto f = OpenFile(path, options.backend, io);
       if (!f.ok()) {
         return f.status().WithContext(
             "backend " + std::string(BackendName(options.backend)) +

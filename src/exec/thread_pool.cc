@@ -59,10 +59,4 @@ void ThreadPool::Loop(int index) {
   }
 }
 
-int ResolveThreads(int requested) {
-  if (requested > 0) return requested;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return static_cast<int>(std::clamp<unsigned>(hw == 0 ? 1 : hw, 1, 8));
-}
-
 }  // namespace weightlift::internal

@@ -46,7 +46,4 @@ class ThreadPool {
   Status status_;
 };
 
-// options.threads resolved: 0 means min(hardware threads, 8).
-int ResolveThreads(int requested);
-
 }  // namespace weightlift::internal

@@ -80,8 +80,7 @@ Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
   return inner_->ReadAt(offset, dst);
 }
 
-StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
-                                                 IoBackend backend,
+StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f, Backend backend,
                                                  const FaultSpec& spec) {
   IoOptions io;
   io.faults = std::make_shared<FaultInjector>(spec);
@@ -89,7 +88,7 @@ StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
 }
 
 std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>
-ReopeningWithFaults(IoBackend backend, const FaultSpec& spec,
+ReopeningWithFaults(Backend backend, const FaultSpec& spec,
                     std::string* error) {
   return [backend, spec, error](std::unique_ptr<File> f,
                                 uint32_t) -> std::unique_ptr<File> {

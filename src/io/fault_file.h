@@ -133,8 +133,7 @@ class FaultInjectingFile final : public File {
 // the backend (refused io_uring rings, EINTR, short reads), for loader
 // tests that can only wrap files already opened. The open's error if the
 // backend cannot serve the file.
-StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
-                                                 IoBackend backend,
+StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f, Backend backend,
                                                  const FaultSpec& spec);
 
 // Tests: a file wrapper for a loader (the FileWrapper of exec/open_files.h)
@@ -142,7 +141,6 @@ StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
 // cannot be reopened is kept as it was and the first such error is stored
 // in *ERROR (which must outlive the wrapper).
 std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>
-ReopeningWithFaults(IoBackend backend, const FaultSpec& spec,
-                    std::string* error);
+ReopeningWithFaults(Backend backend, const FaultSpec& spec, std::string* error);
 
 }  // namespace weightlift::internal

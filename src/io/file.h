@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "weightlift/options.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -48,9 +49,8 @@ class File {
   virtual uint64_t registered_buffer_reads() const { return 0; }
 };
 
-// Concrete backends (src/io/*_file.cc).
-enum class IoBackend { kPread, kDirect, kUring, kMmap };
-std::string_view IoBackendName(IoBackend b);
+// The backends are the public weightlift::Backend (options.h), one enum
+// from the options to the file; OpenFile serves every value but kAuto.
 
 class FaultInjector;  // io/fault_file.h
 
@@ -79,11 +79,12 @@ struct IoOptions {
   FixedBuffers fixed_buffers;
 };
 
-// Opens PATH with BACKEND. Unsupported (with the reason) when the backend
-// cannot serve the file: liburing not compiled in, io_uring_setup refused by
-// the kernel, O_DIRECT refused by the file system.
+// Opens PATH with BACKEND (kPread, kDirect, kUring or kMmap: kAuto is
+// chosen per file by the caller and is InvalidArgument here). Unsupported (with
+// the reason) when the backend cannot serve the file: liburing not compiled in,
+// io_uring_setup refused by the kernel, O_DIRECT refused by the file system.
 StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
-                                         IoBackend backend,
+                                         Backend backend,
                                          const IoOptions& options = {});
 
 // True when this build has io_uring support compiled in.

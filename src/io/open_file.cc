@@ -4,34 +4,24 @@
 
 namespace weightlift::internal {
 
-std::string_view IoBackendName(IoBackend b) {
-  switch (b) {
-    case IoBackend::kPread:
-      return "pread";
-    case IoBackend::kDirect:
-      return "direct";
-    case IoBackend::kUring:
-      return "uring";
-    case IoBackend::kMmap:
-      return "mmap";
-  }
-  return "unknown";
-}
-
 StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
-                                         IoBackend backend,
+                                         Backend backend,
                                          const IoOptions& options) {
   switch (backend) {
-    case IoBackend::kPread:
+    case Backend::kPread:
       return OpenPreadFile(path, options);
-    case IoBackend::kDirect:
+    case Backend::kDirect:
       return OpenDirectFile(path, options);
-    case IoBackend::kUring:
+    case Backend::kUring:
       return OpenUringFile(path, options);
-    case IoBackend::kMmap:
+    case Backend::kMmap:
       return OpenMmapFile(path, options);
+    case Backend::kAuto:
+      break;
   }
-  return Status::InvalidArgument("unknown I/O backend");
+  return Status::InvalidArgument(
+      path + ": backend " + std::string(BackendName(backend)) +
+      " names no one backend (auto is resolved per file before opening)");
 }
 
 }  // namespace weightlift::internal
