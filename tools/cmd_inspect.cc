@@ -34,6 +34,15 @@ std::vector<FileTotals> PerFile(const Checkpoint& ckpt) {
   return per;
 }
 
+// __metadata__ as an object, or null when the header has no such key (as
+// safetensors returns None), so {} and absent stay apart.
+nlohmann::ordered_json MetadataJson(const FileInfo& f) {
+  if (!f.has_metadata) return nullptr;
+  nlohmann::ordered_json m = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : f.metadata) m[k] = v;
+  return m;
+}
+
 std::string ToJson(const std::string& path, const Checkpoint& ckpt) {
   using Json = nlohmann::ordered_json;
   const std::vector<FileTotals> per = PerFile(ckpt);
@@ -52,8 +61,7 @@ std::string ToJson(const std::string& path, const Checkpoint& ckpt) {
     jf["data_offset"] = f.data_offset;
     jf["tensors"] = per[i].tensors;
     jf["bytes"] = per[i].bytes;
-    jf["metadata"] = Json::object();
-    for (const auto& [k, v] : f.metadata) jf["metadata"][k] = v;
+    jf["metadata"] = MetadataJson(f);
     files.push_back(std::move(jf));
   }
   out["files"] = std::move(files);
@@ -74,8 +82,9 @@ std::string ToJson(const std::string& path, const Checkpoint& ckpt) {
     d.bytes += t.size;
   }
   out["tensors"] = std::move(tensors);
-  out["metadata"] = Json::object();
-  for (const auto& [k, v] : ckpt.metadata()) out["metadata"][k] = v;
+  // The first file's, as safetensors' metadata() returns it.
+  out["metadata"] = ckpt.files().empty() ? nlohmann::ordered_json()
+                                         : MetadataJson(ckpt.files().front());
   Json totals;
   totals["files"] = ckpt.files().size();
   totals["tensors"] = ckpt.tensors().size();
@@ -143,7 +152,11 @@ void PrintText(const std::string& path, const Checkpoint& ckpt) {
   }
 
   std::printf("\nmetadata:");
-  if (ckpt.metadata().empty()) std::printf(" (none)");
+  if (ckpt.files().empty() || !ckpt.files().front().has_metadata) {
+    std::printf(" (none: no __metadata__)");
+  } else if (ckpt.metadata().empty()) {
+    std::printf(" (empty)");
+  }
   std::printf("\n");
   for (const auto& [k, v] : ckpt.metadata()) {
     std::printf("  %s = %s\n", Printable(k).c_str(), Printable(v).c_str());

@@ -40,6 +40,18 @@ def run(*args, check_rc=None, timeout=240):
     return proc.returncode, out, err
 
 
+def binary_size(n):
+    """Bytes as the command prints them: binary units, two decimals."""
+    if n < 1024:
+        return f"{n} B"
+    v, unit = float(n), "B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        v /= 1024
+        if v < 1024:
+            break
+    return f"{v:.2f} {unit}"
+
+
 def parse_file(path):
     """Independent header parse: {name: (dtype, shape, abs_offset, size)}."""
     with open(path, "rb") as f:
@@ -106,8 +118,9 @@ def parse_hash_lines(text):
     return digests
 
 
-def write_safetensors(path, tensors, metadata=None):
-    """Writes {name: (dtype, shape, bytes)} in the given order, by hand."""
+def write_safetensors(path, tensors, metadata=None, data_align=8):
+    """Writes {name: (dtype, shape, bytes)} in the given order, by hand; the
+    header is padded so that the data starts at a multiple of DATA_ALIGN."""
     header, data = {}, b""
     for name, (dtype, shape, raw) in tensors.items():
         header[name] = {"dtype": dtype, "shape": shape,
@@ -116,7 +129,7 @@ def write_safetensors(path, tensors, metadata=None):
     if metadata is not None:
         header["__metadata__"] = metadata
     hjson = json.dumps(header).encode()
-    hjson += b" " * (-len(hjson) % 8)
+    hjson += b" " * (-(8 + len(hjson)) % data_align)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(hjson)) + hjson + data)
 
@@ -207,6 +220,22 @@ class InspectTest(Fixture):
             for f in doc["files"]:
                 self.assertEqual(f["size"], os.path.getsize(f["resolved_path"]))
 
+    def test_metadata_absent_is_null_and_empty_is_empty(self):
+        tensors = {"x": ("U8", [2], b"\x01\x02")}
+        for metadata, want_text in ((None, "metadata: (none: no __metadata__)"),
+                                    ({}, "metadata: (empty)"),
+                                    ({"k": "v"}, "  k = v")):
+            with self.subTest(metadata=metadata):
+                path = os.path.join(self.tmp, f"meta-{len(str(metadata))}"
+                                    ".safetensors")
+                write_safetensors(path, tensors, metadata)
+                _, out, _ = run("inspect", "--json", path, check_rc=0)
+                doc = json.loads(out)
+                self.assertEqual(doc["metadata"], metadata)
+                self.assertEqual(doc["files"][0]["metadata"], metadata)
+                _, out, _ = run("inspect", path, check_rc=0)
+                self.assertIn(want_text, out)
+
     def test_sharded_reports_index(self):
         _, out, _ = run("inspect", "--json", self.sharded, check_rc=0)
         doc = json.loads(out)
@@ -242,6 +271,18 @@ class VerifyTest(Fixture):
         _, out, _ = run("verify", self.sharded, check_rc=0)
         self.assertIn("OK:", out)
         self.assertIn(f"{len(all_tensors(self.sharded))} tensors", out)
+
+    def test_sizes_in_the_same_binary_unit_as_load(self):
+        total = sum(t[4] for t in all_tensors(self.sharded).values())
+        want = binary_size(total)
+        _, out, _ = run("verify", self.sharded, check_rc=0)
+        self.assertIn(f"tensors, {want} in 2 files", out)
+        _, out, _ = run("load", self.sharded, check_rc=0)
+        self.assertIn(f"tensors, {want} in", out)
+        _, out, _ = run("inspect", self.sharded, check_rc=0)
+        self.assertIn(f"tensors, {want} ({total} B)", out)
+        for text in (out,):
+            self.assertNotRegex(text, r"\d MB\b|\d GB\b|\d kB\b")
 
     def test_data_change_changes_only_that_digest(self):
         tensors = all_tensors(self.single_file)
@@ -323,19 +364,72 @@ class LoadTest(Fixture):
         self.assertIn("model.safetensors", out)
         self.assertIn("peak RSS", out)
 
+    def test_report_states_the_options_in_effect(self):
+        _, out, _ = run("load", self.single, "--backend", "pread",
+                        "--threads", "3", "--chunk", "1M", "--staging",
+                        "8MiB", "--json", check_rc=0)
+        opts = json.loads(out)["options"]
+        self.assertEqual(opts["device"], "cpu")
+        self.assertEqual(opts["backend"], "pread")
+        self.assertEqual(opts["threads"], 3)
+        self.assertEqual(opts["chunk"], 1 << 20)
+        self.assertEqual(opts["cuda_chunk"], 1 << 20)  # one chunk knob
+        self.assertEqual(opts["staging"], 8 << 20)
+        self.assertEqual(opts["gds"], "auto")
+        _, out, _ = run("load", self.single, "--backend", "pread",
+                        "--chunk", "1M", check_rc=0)
+        line = next(l for l in out.splitlines() if "options:" in l)
+        self.assertIn("backend pread", line)
+        self.assertIn("threads auto", line)
+        self.assertIn("chunk 1.00 MiB", line)
+        self.assertIn("staging 128.00 MiB", line)
+
+    def test_size_units_have_one_meaning(self):
+        for text, want in (("8M", 8 << 20), ("8MiB", 8 << 20),
+                           ("8mib", 8 << 20), ("8MB", 8_000_000),
+                           ("1.5M", 3 << 19), ("64k", 64 << 10),
+                           ("4096", 4096), ("16KB", 16_000)):
+            with self.subTest(size=text):
+                _, out, _ = run("load", self.single, "--chunk", text,
+                                "--json", check_rc=0)
+                self.assertEqual(json.loads(out)["options"]["chunk"], want)
+        rc, out, _ = run("load", "--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("8MB = 8000000", " ".join(out.split()))
+
+    def test_bounce_note_says_where_reads_landed(self):
+        # One tensor large enough to be read straight into its destination
+        # (its data page-aligned in the file) and small ones that go through
+        # the bounce buffer.
+        path = os.path.join(self.tmp, "mixed.safetensors")
+        write_safetensors(path, {
+            "big": ("U8", [4 << 20], os.urandom(4 << 20)),
+            "small": ("U8", [100], os.urandom(100)),
+            "tiny": ("U8", [3], b"abc"),
+        }, data_align=4096)
+        rc, out, err = run("load", path, "--backend", "direct", "--json")
+        if rc == EXIT_UNSUPPORTED:
+            self.fail(f"O_DIRECT refused in {self.tmp}: {err}")
+        self.assertEqual(rc, 0, err)
+        notes = " ".join(json.loads(out)["notes"])
+        self.assertRegex(notes, r"\d+ reads? landed straight in the "
+                                r"destination, \d+ went through the bounce "
+                                r"buffer and (was|were) copied")
+        self.assertNotIn("direct reads", notes)
+
     def test_cold_evicts(self):
         _, out, _ = run("load", self.single, "--cold", check_rc=0)
         self.assertIn("cold", out)
 
     def test_sizes(self):
-        for size in ("4096", "64k", "1M", "1MiB", "2MB", "16m"):
+        for size in ("4096", "64k", "1M", "1MiB", "2MB", "16m", "1.5M"):
             with self.subTest(size=size):
                 run("load", self.single, "--chunk", size, check_rc=0)
         # Parsed, then refused by LoadOptions::Validate: still a usage error.
         rc, _, err = run("load", self.single, "--chunk", "1G")
         self.assertEqual(rc, EXIT_USAGE, err)
         self.assertIn("staging", err)
-        for size in ("", "abc", "0", "12Q", "1.5M", "99999999999999999999"):
+        for size in ("", "abc", "0", "12Q", "1.1K", "99999999999999999999"):
             with self.subTest(size=size):
                 rc, _, err = run("load", self.single, "--chunk", size)
                 self.assertEqual(rc, EXIT_USAGE, err)
@@ -376,6 +470,33 @@ class ErrorTest(Fixture):
         self.expect(EXIT_USAGE, "load", self.single, "--threads", "-3")
         self.expect(EXIT_USAGE, "bench", self.single, "--repeat", "0")
         self.expect(EXIT_USAGE, "synth", "--layout", "nope", self.tmp)
+
+    def test_usage_errors_are_one_line(self):
+        cases = [
+            (("frobnicate",), "unknown command 'frobnicate'"),
+            (("frobnicate", "--json"), "unknown command 'frobnicate'"),
+            ((), "no command given"),
+            (("inspect",), "PATH is required"),
+            (("inspect", "--bogus", self.single), "--bogus"),
+            (("load", self.single, "--backend", "floppy"), "floppy"),
+            (("load", self.single, "--chunk", "12Q"), "unknown unit"),
+            (("load", self.single, "--device", "tpu:0"), "tpu:0"),
+            (("load", self.single, "--threads", "-3"), "threads"),
+            (("verify", "--hash", "md5", self.single), "md5"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                rc, out, err = run(*args)
+                self.assertEqual(rc, EXIT_USAGE, err)
+                self.assertEqual(out, "")
+                lines = err.splitlines()
+                self.assertEqual(len(lines), 1, err)
+                self.assertTrue(lines[0].startswith("weightlift: error: "),
+                                err)
+                self.assertIn(needle, lines[0])
+        _, _, err = run("frobnicate")
+        for cmd in ("inspect", "verify", "load", "synth", "bench", "demo"):
+            self.assertIn(cmd, err)
 
     def test_help_documents_exit_codes(self):
         rc, out, _ = run("--help")
