@@ -106,20 +106,6 @@ def test_fnuz_and_subbyte_layouts(tmp_path, gen):
         assert bytes(raw_bytes(got["fnuz"]).tolist()) == raw[:2]
 
 
-def test_subbyte_matches_safetensors_where_it_can(tmp_path):
-    """safetensors returns float4_e2m1fn_x2 / float8_e8m0fnu on torch that
-    has them; weightlift returns the same there."""
-    if getattr(torch, "float4_e2m1fn_x2", None) is None:
-        pytest.skip("torch has no float4_e2m1fn_x2")
-    raw = bytes(range(8))
-    path = write_raw(str(tmp_path / "f4.safetensors"), [
-        ("f4", "F4", [2, 8], raw), ("e8", "F8_E8M0", [8], raw)])
-    ours = weightlift.torch.load_file(path)
-    theirs = safetensors.torch.load_file(path)
-    for k in theirs:
-        assert_same(ours[k], theirs[k], k)
-
-
 def test_numpy_load_file(tmp_path):
     rng = np.random.default_rng(0)
     arrays = {
