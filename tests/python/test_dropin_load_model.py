@@ -197,3 +197,18 @@ def test_load_model_reports(tmp_path):
     weightlift.torch.load_model(torch.nn.Linear(3, 2), path)
     r = weightlift.last_report()
     assert r is not None and r.tensors == 2 and r.bytes == (6 + 2) * 4
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_cuda_model(tmp_path, device):
+    """On a GPU: a model on cuda:0, the file loaded to DEVICE first (as
+    safetensors does), BF16 cast into fp32 on the device."""
+    gen = torch.Generator().manual_seed(6)
+    sd = {"weight": torch.randn(2, 3, generator=gen).bfloat16(),
+          "bias": torch.randn(2, generator=gen).bfloat16()}
+    path = _save(sd, tmp_path / "m.safetensors")
+    ours, theirs = _run_both(lambda: torch.nn.Linear(3, 2).to("cuda:0"),
+                             path, device=device)
+    _assert_same_result(ours, theirs)
+    assert ours[2].weight.device == torch.device("cuda:0")

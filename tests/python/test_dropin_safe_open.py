@@ -233,3 +233,35 @@ def test_handle_holds_no_file_descriptor_after_close(model_file):
         s = f.get_slice("w")
         np.asarray(s[1:2])
     assert len(os.listdir(fd_dir)) == before
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="no CUDA device")
+
+
+@needs_cuda
+@pytest.mark.parametrize("device", ["cuda:0", "cuda", 0], ids=repr)
+def test_cuda_handle_matches(model_file, device):
+    """On a GPU: get_tensor, get_tensors and basic and other slices of a
+    cuda handle give safetensors' tensors, on the same device, bit for
+    bit."""
+    calls = {
+        "get_tensors": lambda f: f.get_tensors(),
+        "get_tensor": lambda f: f.get_tensor("h"),
+        "rows": lambda f: f.get_slice("w")[1:4],
+        "strided": lambda f: f.get_slice("h")[:, 1:, ::2],
+        "int": lambda f: f.get_slice("w")[-1],
+        "0-d": lambda f: f.get_slice("s")[()],
+        "list": lambda f: f.get_slice("w")[[0, 2]],
+    }
+    for what, fn in calls.items():
+        ours, theirs = _both(model_file, "pt", fn, device=device)
+        assert_same_outcome(ours, theirs, f"{device} {what}")
+
+
+@needs_cuda
+def test_cuda_load_file_matches(model_file):
+    assert_same_outcome(
+        lambda: weightlift.torch.load_file(model_file, device="cuda:0"),
+        lambda: safetensors.torch.load_file(model_file, device="cuda:0"),
+        "load_file cuda:0")
