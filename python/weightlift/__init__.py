@@ -26,8 +26,8 @@ from . import _core, _tp
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
-                      TensorNotFoundError, UnsupportedError, WeightliftError,
-                      WeightliftIOError)
+                      TensorNotFoundError, UnsupportedDtypeError,
+                      UnsupportedError, WeightliftError, WeightliftIOError)
 from ._iter import TensorIterator, iter_tensors
 from ._load_into import load_into
 from ._safe_open import SafeSlice, TensorInfo, safe_open
@@ -88,7 +88,8 @@ __all__ = [
     "InternalError", "InvalidArgumentError", "LoadReport", "NotFoundError",
     "ResourceExhaustedError", "SafeSlice", "SafetensorError", "StateDict",
     "TensorInfo",
-    "TensorIterator", "TensorNotFoundError", "UnsupportedError",
+    "TensorIterator", "TensorNotFoundError", "UnsupportedDtypeError",
+    "UnsupportedError",
     "WeightliftError", "WeightliftIOError", "default_options",
     "iter_tensors", "last_report", "load_checkpoint", "load_into",
     "safe_open",

@@ -44,9 +44,9 @@ class TensorIterator:
         for name, dt, shape, _, _, size in ckpt.tensors():
             # Fail before allocating anything for a dtype we cannot return.
             if self._np:
-                _dtypes.numpy_layout(dt, shape)
+                _dtypes.numpy_layout(dt, shape, name)
             else:
-                _dtypes.torch_layout(dt, shape)
+                _dtypes.torch_layout(dt, shape, name)
             if size == 0:
                 self._empty.append((name, dt, shape))
                 continue
