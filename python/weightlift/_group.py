@@ -132,16 +132,20 @@ def load_group(path: Any, device: str, req: _tp.TpRequest,
 
     t0 = time.perf_counter()
     g = _Group(req.group, req.timeout)
-    comm_device = device
+    # The agreement travels on the device the group's collectives use, so a
+    # rank whose device does not fit the group still joins it and fails.
+    comm_device = (device if device.startswith("cuda") and "nccl" in g.backend
+                   else "cpu")
     error: Optional[BaseException] = None
     fingerprint = ""
     ckpt = tensors = parts = info = None
     try:
-        if g.backend == "nccl" and not device.startswith("cuda"):
+        # "nccl", "gloo", or torch 2's default "cpu:gloo,cuda:nccl".
+        if "gloo" not in g.backend and not device.startswith("cuda"):
             raise InvalidArgumentError(
                 f"process_group: an NCCL group delivers cuda tensors, not "
                 f"{device} (use a gloo group for cpu)", code="InvalidArgument")
-        if g.backend == "gloo" and device != "cpu":
+        if "nccl" not in g.backend and device != "cpu":
             raise InvalidArgumentError(
                 f"process_group: a gloo group delivers cpu tensors, not "
                 f"{device} (use an NCCL group for cuda)",
@@ -167,8 +171,8 @@ def load_group(path: Any, device: str, req: _tp.TpRequest,
             _tp._raise(fingerprint["error"])
     except (_errors.WeightliftError, ValueError, TypeError, OSError) as e:
         error = e
-    if g.backend == "nccl" and device.startswith("cuda"):
-        with torch.cuda.device(device):
+    if comm_device.startswith("cuda"):
+        with torch.cuda.device(comm_device):
             _agree(g, comm_device, error is None, fingerprint, error)
     else:
         _agree(g, comm_device, error is None, fingerprint, error)
@@ -377,7 +381,7 @@ class _Runner:
                                  f"bytes from rank {root})"))
             else:
                 mine = buf.narrow(0, g.rank * part_bytes, part_bytes)
-                if g.backend == "nccl":
+                if self.device.startswith("cuda"):
                     w = dist.all_gather_into_tensor(buf, mine, group=g.group,
                                                     async_op=True)
                 else:

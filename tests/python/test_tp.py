@@ -263,6 +263,9 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "tp_rank=5" in r1["bad_rank"]["error"]
     assert "rank 1 could not start the load" in r0["bad_rank"]["error"]
     assert "tp_rank=5" in r0["bad_rank"]["error"]
+    assert "a gloo group delivers cpu tensors, not cuda:0" in \
+        r1["wrong_device"]["error"]
+    assert "rank 1 could not start the load" in r0["wrong_device"]["error"]
     t = r0["timeout"]
     assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
     assert "did not complete within 2 s" in t["error"]
