@@ -33,7 +33,8 @@ class LoadReport:
     ``transfer_seconds``, ``staging_bytes``, ``device_bytes``, ``threads``,
     ``gb_per_s``, ``files`` (list of FileReport), ``notes`` (fallbacks and
     warnings) and ``options`` (the options in effect, a dict keyed like
-    ``default_options()``; sizes in bytes, 0 = automatic). ``load_into`` adds ``missing_keys`` and ``unexpected_keys``.
+    ``default_options()``; sizes in bytes, 0 = automatic). ``load_into``
+    adds ``missing_keys`` and ``unexpected_keys``.
     ``str(report)`` is the C++ LoadReport::ToString() text.
     """
 

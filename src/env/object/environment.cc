@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "env/object/uri.h"
+#include "weightlift/byte_size.h"
 
 namespace weightlift {
 
@@ -99,29 +101,6 @@ bool ReadText(const std::string& path, std::string* out) {
   std::ostringstream ss;
   ss << in.rdbuf();
   *out = ss.str();
-  return true;
-}
-
-// "8MiB", "512KiB", "1048576" -> bytes.
-bool ParseSize(const std::string& s, size_t* out) {
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str()) return false;
-  const std::string unit = Lower(Trim(end));
-  unsigned long long mult = 1;
-  if (unit.empty() || unit == "b") {
-    mult = 1;
-  } else if (unit == "k" || unit == "kib" || unit == "kb") {
-    mult = 1ull << 10;
-  } else if (unit == "m" || unit == "mib" || unit == "mb") {
-    mult = 1ull << 20;
-  } else if (unit == "g" || unit == "gib" || unit == "gb") {
-    mult = 1ull << 30;
-  } else {
-    return false;
-  }
-  if (n > (~0ull) / mult) return false;
-  *out = static_cast<size_t>(n * mult);
   return true;
 }
 
@@ -285,10 +264,14 @@ StatusOr<ObjectStorageOptions> ObjectStorageOptionsFrom(
   auto size = [&](const char* name, size_t* field) -> Status {
     const std::string v = Env(getenv, name);
     if (v.empty()) return Status::OK();
-    if (!ParseSize(v, field)) {
+    // The one size syntax (weightlift/byte_size.h): 8M = 8MiB, 8MB = 8e6.
+    StatusOr<uint64_t> bytes = ParseByteSize(v);
+    if (!bytes.ok()) return bytes.status().WithContext(name);
+    if (*bytes > SIZE_MAX) {
       return Status::InvalidArgument(std::string(name) + "='" + v +
-                                     "': not a size (e.g. 8MiB)");
+                                     "': too large");
     }
+    *field = static_cast<size_t>(*bytes);
     return Status::OK();
   };
   WL_RETURN_IF_ERROR(size("WEIGHTLIFT_OBJECT_PIECE_SIZE", &o.piece_bytes));
