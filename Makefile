@@ -13,6 +13,9 @@ VENV ?= .venv
 PY := $(CURDIR)/$(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 FUZZ_SECONDS ?= 30
+# Compiler warnings are errors (CMake WL_WERROR) in builds this Makefile
+# configures, the fuzzers' too; WERROR=OFF relaxes it locally.
+WERROR ?= ON
 BENCH_LAYOUT ?= llama2-7b
 BENCH_DIR ?= $(HOME)/.cache/weightlift/synth/$(BENCH_LAYOUT)
 
@@ -59,7 +62,7 @@ deps-carry: deps-apt
 build: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWL_BUILD_PYTHON=ON \
-	  -DPython_EXECUTABLE=$(PY)
+	  -DPython_EXECUTABLE=$(PY) -DWL_WERROR=$(WERROR)
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
@@ -82,7 +85,7 @@ test-python:
 	PYTHONPATH=$(CURDIR)/$(BUILD)/python $(PY) -m pytest -q tests/python
 
 fuzz:
-	CC=clang CXX=clang++ fuzz/run.sh $(FUZZ_SECONDS)
+	CC=clang CXX=clang++ WL_WERROR=$(WERROR) fuzz/run.sh $(FUZZ_SECONDS)
 
 bench: build
 	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \

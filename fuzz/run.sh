@@ -4,7 +4,8 @@
 #
 #   fuzz/run.sh [SECONDS]
 #
-# Environment: WL_FUZZ_BUILD_DIR (default <repo>/build-fuzz), WL_FUZZ_JOBS
+# Environment: WL_WERROR (ON: warnings are errors; default OFF),
+# WL_FUZZ_BUILD_DIR (default <repo>/build-fuzz), WL_FUZZ_JOBS
 # (parallel compile jobs, default 2), WL_FUZZ_SOURCE_DIR (the CMake source
 # dir, default the repo root; it must add_subdirectory(fuzz) under
 # WL_BUILD_FUZZERS). Crashes are written to the build dir's crashes/ folder;
@@ -20,7 +21,7 @@ jobs="${WL_FUZZ_JOBS:-2}"
 mkdir -p "$build"
 cmake -S "$src" -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWL_WERROR="${WL_WERROR:-OFF}" \
   -DWL_BUILD_FUZZERS=ON -DWL_BUILD_TESTS=OFF -DWL_BUILD_TOOLS=OFF \
   -DWL_BUILD_BENCH=OFF -DWL_BUILD_PYTHON=OFF -DWL_CUDA=OFF -DWL_URING=OFF \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }

@@ -102,11 +102,15 @@ void VerifyPlan(const Plan& plan, std::span<const Segment> segs,
       ASSERT_EQ(c.dst[d], FileByte(s.file, s.file_offset + i));
       covered[d] = 1;
     }
-    if (s.length > 0) EXPECT_GT(plan.pieces_per_tensor[s.tensor], 0u);
+    if (s.length > 0) {
+      EXPECT_GT(plan.pieces_per_tensor[s.tensor], 0u);
+    }
   }
   EXPECT_EQ(delivered, plan.bytes_delivered);
   for (uint64_t d = 0; d < arena; ++d) {
-    if (!covered[d]) ASSERT_EQ(c.hits[d], 0) << "stray write at " << d;
+    if (!covered[d]) {
+      ASSERT_EQ(c.hits[d], 0) << "stray write at " << d;
+    }
   }
   if (!segments_share_file_bytes) {
     for (size_t f = 0; f < files.size(); ++f) {
