@@ -97,11 +97,9 @@ class safe_open:  # noqa: N801 - safetensors' name
                 f"Device {dev} is not supported for framework numpy "
                 f"(numpy arrays live in host memory)", code="InvalidArgument")
         options = dict(options, device=dev)
-        # Checks every option first (an invalid backend or device raises
-        # here, before the file is looked at, as in safetensors); the
-        # loader goes back to the pool for this handle's loads.
-        with _core.pooled_loader(options):
-            pass
+        # Every option first (an invalid backend or device raises here,
+        # before the file is looked at, as in safetensors).
+        _core.check_options(options)
         ckpt = _core.open_checkpoint(filename)
         self._source: Optional[_Source] = _Source(ckpt, fw, options)
         files = ckpt.files()
@@ -271,8 +269,7 @@ class SafeSlice:
             # A cuda handle without a usable device fails as get_tensor
             # fails (the loader's check), not with torch's own error.
             if src.device != "cpu":
-                with _core.pooled_loader(src.options):
-                    pass
+                _core.check_options(src.options)
             new_buffer = lambda n: torch.empty(n, dtype=torch.uint8)  # noqa
             view, as_bytes = _dtypes.view_torch, (lambda b: b.numpy())
         bits = _dtypes.BITS[info.dtype]

@@ -162,6 +162,29 @@ def test_missing_file_says_what_safetensors_says(tmp_path, path,
         assert str(err) == f"No such file or directory: {path}"
 
 
+def test_arguments_are_checked_before_the_file(tmp_path, monkeypatch):
+    """An invalid backend or device on a missing file: safetensors checks
+    the arguments first (SafetensorError), then the file."""
+    monkeypatch.chdir(tmp_path)
+    calls = [
+        (lambda: weightlift.safe_open("nope", "pt", backend="foo"),
+         lambda: safetensors.safe_open("nope", "pt", backend="foo")),
+        (lambda: weightlift.safe_open("nope", "pt", device="foo"),
+         lambda: safetensors.safe_open("nope", "pt", device="foo")),
+        (lambda: weightlift.safe_open("nope", "foo"),
+         lambda: safetensors.safe_open("nope", "foo")),
+        (lambda: weightlift.torch.load_file("nope", device="foo"),
+         lambda: safetensors.torch.load_file("nope", device="foo")),
+        (lambda: weightlift.torch.load_file("nope", backend="foo"),
+         lambda: safetensors.torch.load_file("nope", backend="foo")),
+        (lambda: weightlift.numpy.load_file("nope", backend="foo"),
+         lambda: safetensors.numpy.load_file("nope", backend="foo")),
+    ]
+    for i, (ours, theirs) in enumerate(calls):
+        _, err = assert_same_outcome(ours, theirs, f"call {i}")
+        assert isinstance(err, safetensors.SafetensorError), (i, err)
+
+
 def test_missing_shard_names_the_shard(tmp_path):
     """Only the path itself gets safetensors' words; a shard missing from an
     index keeps the loader's message, which names the shard (safetensors
