@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _core
+from . import _core, _tp
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
@@ -66,6 +66,12 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     dev = device_string(device)
     if np and dev != "cpu":
         raise ValueError("framework 'np' loads into host memory only")
+    tp = _tp.take_tp(options, path)  # tp_rank/tp_size/tp_plan/process_group
+    if tp is not None:
+        items, report = _tp.load(path, dev, tp, options, progress, np)
+        out = StateDict(items)
+        out.report = report
+        return out
     items, dev, report = _core.load_raw(
         path, progress=progress, numpy=np, device=dev, **options)
     out = StateDict()

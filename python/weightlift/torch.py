@@ -22,7 +22,13 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
               **options) -> Dict[str, "torch.Tensor"]:  # noqa: F821
     """Loads every tensor of FILENAME (a .safetensors file, an index or a
     checkpoint directory) onto DEVICE. Keys are in file order, as
-    safetensors returns them."""
+    safetensors returns them. tp_rank / tp_size / tp_plan / process_group
+    load this rank's parts (docs/tensor-parallel.md)."""
+    from . import _tp
+    tp = _tp.take_tp(options, filename)
+    if tp is not None:
+        return dict(_tp.load(filename, device_string(device), tp, options,
+                             progress)[0])
     options = dict(options, device=device_string(device))
     _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
