@@ -24,7 +24,7 @@ import collections
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _slice_index
+from . import _core, _dtypes, _native, _slice_index
 from ._errors import (InvalidArgumentError, TensorNotFoundError,
                       WeightliftIOError)
 from ._options import device_string
@@ -254,9 +254,16 @@ class SafeSlice:
         return part.clone() if hasattr(part, "clone") else part.copy()
 
     def _read(self, sel: "_slice_index.Selection"):
-        """The selected part: the rows of dimension 0 it touches, read into
-        a fresh host buffer, indexed, copied to a buffer of its own when it
-        is not the whole read, then moved to the device."""
+        """The selected part, in memory of its own on the handle's device:
+        through the loader where the native module reads slices
+        (Loader::LoadSlices: only the selected bytes, with the loader's
+        staging, O_DIRECT and report, straight onto the device); otherwise
+        the rows of dimension 0 it touches, read into a fresh host buffer,
+        indexed, copied to a buffer of its own when it is not the whole
+        read, then moved to the device."""
+        if _loader_reads_slices() and all(
+                _slice_index.count(*r) for r in sel.ranges):
+            return self._read_through_loader(sel)
         src, info = self._source, self._info
         if src.numpy:
             import numpy as np
@@ -292,6 +299,29 @@ class SafeSlice:
         if not src.numpy and src.device != "cpu":
             part = part.to(src.device)
         return part
+
+
+    def _read_through_loader(self, sel: "_slice_index.Selection"):
+        src, info = self._source, self._info
+        shape = _slice_index.result_shape(sel)
+        layout = _dtypes.numpy_layout if src.numpy else _dtypes.torch_layout
+        layout(info.dtype, info.shape, info.name)  # before any read
+        with _core.pooled_loader(src.options) as loader:
+            # [] asks for the whole tensor (a 0-d one here).
+            job = loader.start_load_slices(src.ckpt,
+                                           [(info.name, list(sel.ranges))])
+            _core.wait(job, False, _dtypes.nbytes(info.dtype, shape))
+            ((_, dt, _, data),) = job.take_tensors(src.numpy)
+        # The loader keeps every dimension (an int index is one element
+        # wide); SHAPE drops the int-indexed ones.
+        if src.numpy:
+            return _dtypes.to_numpy(dt, shape, data, info.name)
+        return _dtypes.to_torch(dt, shape, data, src.device, info.name)
+
+
+def _loader_reads_slices() -> bool:
+    """The native loader reads slices itself (Loader::LoadSlices)."""
+    return hasattr(_native.Loader, "start_load_slices")
 
 
 def _numel(shape) -> int:
