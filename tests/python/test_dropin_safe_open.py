@@ -288,3 +288,45 @@ def test_cuda_load_file_matches(model_file):
         lambda: weightlift.torch.load_file(model_file, device="cuda:0"),
         lambda: safetensors.torch.load_file(model_file, device="cuda:0"),
         "load_file cuda:0")
+
+
+def _corrupt_files(d):
+    import json
+    import struct
+
+    def header(h, data=b""):
+        raw = json.dumps(h).encode()
+        return struct.pack("<Q", len(raw)) + raw + data
+    return {
+        "empty": b"",
+        "short": b"\x01",
+        "huge_header_len": struct.pack("<Q", 1 << 40) + b"{}",
+        "not_json": struct.pack("<Q", 4) + b"{{{{",
+        "past_end": header({"x": {"dtype": "F32", "shape": [4],
+                                  "data_offsets": [0, 16]}}, b"\0" * 8),
+        "overlap": header({"x": {"dtype": "U8", "shape": [4],
+                                 "data_offsets": [0, 4]},
+                           "y": {"dtype": "U8", "shape": [4],
+                                 "data_offsets": [2, 6]}}, b"\0" * 6),
+        "shape_size": header({"x": {"dtype": "F32", "shape": [3],
+                                    "data_offsets": [0, 8]}}, b"\0" * 8),
+        "bad_dtype": header({"x": {"dtype": "Q7", "shape": [1],
+                                   "data_offsets": [0, 1]}}, b"\0"),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_corrupt_files(None)))
+def test_corrupt_file_is_a_safetensor_error(tmp_path, kind):
+    """Both refuse a broken file at open, with SafetensorError (weightlift's
+    FormatError is one)."""
+    path = tmp_path / f"{kind}.safetensors"
+    path.write_bytes(_corrupt_files(tmp_path)[kind])
+    for ours, theirs in (
+            (lambda: weightlift.safe_open(str(path), "pt"),
+             lambda: safetensors.safe_open(str(path), "pt")),
+            (lambda: weightlift.torch.load_file(str(path)),
+             lambda: safetensors.torch.load_file(str(path))),
+            (lambda: weightlift.torch.load(path.read_bytes()),
+             lambda: safetensors.torch.load(path.read_bytes()))):
+        _, err = assert_same_outcome(ours, theirs, kind)
+        assert isinstance(err, safetensors.SafetensorError), err
