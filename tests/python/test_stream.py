@@ -75,6 +75,10 @@ def test_stream_is_file_order_and_equals_safetensors(sharded, window):
     assert stream.report.bytes == sum(t.numel() * t.element_size()
                                       for t in ref.values())
     assert weightlift.last_report() is stream.report
+    # One entry per file however many windows read it.
+    assert sorted(os.path.basename(f.path) for f in stream.report.files) == \
+        sorted(os.path.basename(p) for p in paths)
+    assert all(f.path_taken != "none" for f in stream.report.files)
     assert stream.peak_bytes <= stream.bound_bytes
     if window >= 2 * 64 * 1024 + 1024:  # every tensor fits half a window
         assert stream.peak_bytes <= window

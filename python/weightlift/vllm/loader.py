@@ -13,86 +13,19 @@ read (selection.py). The load report goes to vLLM's log.
 from __future__ import annotations
 
 import os
-import time
-from typing import Iterator, Optional, Set, Tuple
+from typing import Optional, Set, Tuple
 
-import torch
 from torch import nn
 from vllm.config import LoadConfig, ModelConfig
 from vllm.logger import init_logger
 from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
-import weightlift
-
 from . import options as options_mod
-from .selection import split_by_stage
+from .engine import LoadSummary, load_model_weights
 
 logger = init_logger("vllm.weightlift")
 
 _REMOTE_SCHEMES = ("s3://", "gs://", "http://", "https://")
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
-def _model_device(model: nn.Module) -> torch.device:
-    for p in model.parameters():
-        if p.device.type != "meta":
-            return p.device
-    return torch.device("cpu")
-
-
-class LoadSummary:
-    """What one load_weights call did (also logged)."""
-
-    def __init__(self, path: str, device: str, report, tensors: int,
-                 skipped_other_stages: int, peak_bytes: int,
-                 peak_measured: Optional[int], bound_bytes: int,
-                 window_bytes: int, seconds: float, tp: Tuple[int, int],
-                 pp: Tuple[int, int]):
-        self.path = path
-        self.device = device
-        self.report = report
-        self.tensors = tensors
-        self.skipped_other_stages = skipped_other_stages
-        self.peak_bytes = peak_bytes
-        self.peak_measured = peak_measured
-        self.bound_bytes = bound_bytes
-        self.window_bytes = window_bytes
-        self.seconds = seconds
-        self.tp = tp
-        self.pp = pp
-
-    def lines(self):
-        r = self.report
-        gb = r.bytes / 1e9 if r else 0.0
-        rate = r.gb_per_s if r else 0.0
-        yield (f"weightlift: {self.tensors} tensors, {gb:.3f} GB from "
-               f"{self.path} to {self.device} in {r.seconds if r else 0:.3f} s"
-               f" ({rate:.2f} GB/s); load_weights {self.seconds:.3f} s")
-        if r:
-            for f in r.files:
-                yield (f"weightlift:   {os.path.basename(f.path)}: "
-                       f"{f.path_taken} ({f.reason})")
-            for note in r.notes:
-                yield f"weightlift:   note: {note}"
-        peak = _fmt_bytes(self.peak_bytes)
-        measured = ("" if self.peak_measured is None else
-                    f", {_fmt_bytes(self.peak_measured)} measured by torch's "
-                    f"allocator")
-        yield (f"weightlift:   peak extra device memory {peak} held by the "
-               f"stream{measured} (window {_fmt_bytes(self.window_bytes)}, "
-               f"bound {_fmt_bytes(self.bound_bytes)})")
-        if self.tp[1] > 1 or self.pp[1] > 1:
-            yield (f"weightlift:   tensor-parallel rank {self.tp[0]} of "
-                   f"{self.tp[1]}, pipeline stage {self.pp[0]} of "
-                   f"{self.pp[1]}: {self.skipped_other_stages} tensors of "
-                   f"other stages not read")
 
 
 def _parallel_ranks() -> Tuple[Tuple[int, int], Tuple[int, int]]:
@@ -150,33 +83,11 @@ class WeightliftModelLoader(BaseModelLoader):
     # -- loading ---------------------------------------------------------------
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
-        t0 = time.perf_counter()
         path = self._checkpoint_path(model_config)
-        device = _model_device(model)
         tp, pp = _parallel_ranks()
-        ckpt = weightlift._core.open_checkpoint(path)
-        all_names = [t[0] for t in ckpt.tensors()]
-        names, skipped = split_by_stage(model, all_names)
-        opts = self.options
-        stream = weightlift.stream_tensors(
-            ckpt, device=device, names=names, window=opts.window, **opts.load)
-        measure = device.type == "cuda"
-        tracker = _PeakTracker(device) if measure else None
-        weights = stream if tracker is None else tracker.wrap(stream)
-        if opts.progress and tp[0] == 0:
-            weights = _progress(weights, stream)
-        loaded: Optional[Set[str]] = model.load_weights(weights)
-        # A model's load_weights may stop early; the stream must still end.
-        for _ in stream:
-            pass
+        loaded, summary = load_model_weights(
+            model, path, self.options, model.load_weights, tp=tp, pp=pp)
         self._check_all_loaded(model, model_config, loaded)
-        summary = LoadSummary(
-            path=path, device=str(device), report=stream.report,
-            tensors=len(names), skipped_other_stages=len(skipped),
-            peak_bytes=stream.peak_bytes,
-            peak_measured=tracker.peak if tracker else None,
-            bound_bytes=stream.bound_bytes, window_bytes=stream.window_bytes,
-            seconds=time.perf_counter() - t0, tp=tp, pp=pp)
         self.last_summary = summary
         for line in summary.lines():
             logger.info("%s", line)
@@ -197,33 +108,3 @@ class WeightliftModelLoader(BaseModelLoader):
                 f"the checkpoint: {sorted(missing)}")
 
 
-class _PeakTracker:
-    """Samples torch's allocated device memory around every tensor the
-    model consumes: the stream's windows plus whatever the model's weight
-    loaders allocate on the way (the parameters existed before)."""
-
-    def __init__(self, device: torch.device):
-        self.device = device
-        torch.cuda.synchronize(device)
-        self.base = torch.cuda.memory_allocated(device)
-        self.peak = 0
-
-    def _sample(self) -> None:
-        extra = torch.cuda.memory_allocated(self.device) - self.base
-        if extra > self.peak:
-            self.peak = extra
-
-    def wrap(self, it) -> Iterator:
-        for item in it:
-            self._sample()
-            yield item
-            self._sample()
-
-
-def _progress(it, stream) -> Iterator:
-    from tqdm.auto import tqdm
-    with tqdm(total=stream.bytes, unit="B", unit_scale=True,
-              unit_divisor=1024, desc="weightlift") as bar:
-        for name, t in it:
-            bar.update(t.numel() * t.element_size())
-            yield name, t
