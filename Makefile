@@ -85,8 +85,10 @@ fuzz:
 	CC=clang CXX=clang++ fuzz/run.sh $(FUZZ_SECONDS)
 
 # The vLLM plugin against the real vLLM (docs/vllm.md): a venv of its own
-# (python/requirements-vllm.txt, about 10 GB, cached under the user's cache
-# dir), weightlift installed into it by pip with its build tree kept there.
+# (python/requirements-vllm.txt, about 10 GB, made once under the user's
+# cache dir), weightlift installed into it by pip with its build tree kept
+# in this checkout ($(BUILD)-vllm-wheel, incremental). The lock serializes
+# checkouts that share the venv.
 VLLM_VENV ?= $(HOME)/.cache/weightlift/vllm-venv
 
 $(VLLM_VENV)/.stamp: python/requirements-vllm.txt
@@ -96,9 +98,9 @@ $(VLLM_VENV)/.stamp: python/requirements-vllm.txt
 	touch $@
 
 test-vllm: deps-apt $(VLLM_VENV)/.stamp
-	$(VLLM_VENV)/bin/pip install -q --no-build-isolation --no-deps \
-	  -C build-dir=$(VLLM_VENV)/weightlift-build .
-	$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm
+	flock $(VLLM_VENV).lock sh -c '$(VLLM_VENV)/bin/pip install -q \
+	  --no-build-isolation --no-deps -C build-dir=$(CURDIR)/$(BUILD)-vllm-wheel . \
+	  && $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm'
 
 bench: build
 	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \

@@ -18,6 +18,15 @@ once: ``peak_bytes <= window``, unless one tensor is larger than
 ``window // 2``; ``bound_bytes`` is the largest pair of neighbouring
 windows, what the peak can reach.
 
+Group mode (``process_group=``, a torch.distributed group: gloo for cpu,
+NCCL for cuda): every rank still gets every full tensor, but the ranks
+split the reading of each window and deliver the rest to each other
+(weightlift._group's plan: all-gather of row blocks for large tensors,
+broadcast from one owner for the others). The ranks must stream the same
+tensors with the same window (they agree on a fingerprint first, and
+every collective times out). A group window loads when the consumer
+reaches it, on every rank in step (no prefetch).
+
 The yielded tensors are views of their window buffer and keep it alive:
 they stay valid whatever the consumer does with them; the memory is
 bounded as long as the consumer drops them (vLLM's weight loaders copy
@@ -46,18 +55,21 @@ def _align(n: int) -> int:
 class _Window:
     """Consecutive tensors (file order) loaded into one buffer."""
 
-    __slots__ = ("infos", "offsets", "nbytes", "buffer", "job")
+    __slots__ = ("infos", "rows", "offsets", "nbytes", "buffer", "job")
 
     def __init__(self):
         self.infos: List[Tuple[str, str, Tuple[int, ...], int]] = []
+        self.rows: List[tuple] = []  # Checkpoint.tensors() rows
         self.offsets: List[int] = []
         self.nbytes = 0
-        self.buffer = None
+        self.buffer = None  # one buffer, or (group mode) one per tensor
         self.job = None
 
-    def add(self, name: str, dtype: str, shape, size: int) -> None:
+    def add(self, row: tuple) -> None:
+        name, dtype, shape, _file, _offset, size = row
         self.offsets.append(self.nbytes)
         self.infos.append((name, dtype, tuple(shape), size))
+        self.rows.append(row)
         self.nbytes += _align(size)
 
 
@@ -68,11 +80,11 @@ def plan_windows(infos: Sequence[tuple], window_bytes: int) -> List[_Window]:
     half = max(window_bytes // 2, 1)
     windows: List[_Window] = []
     cur = _Window()
-    for name, dtype, shape, _file, _offset, size in infos:
-        if cur.infos and cur.nbytes + _align(size) > half:
+    for row in infos:
+        if cur.infos and cur.nbytes + _align(row[5]) > half:
             windows.append(cur)
             cur = _Window()
-        cur.add(name, dtype, shape, size)
+        cur.add(row)
     if cur.infos:
         windows.append(cur)
     return windows
@@ -92,11 +104,15 @@ class TensorStream:
     def __init__(self, path: Any, device: Any = "cpu", *,
                  names: Optional[Sequence[str]] = None,
                  window: Any = DEFAULT_WINDOW, framework: str = "pt",
+                 process_group: Any = None, group_timeout: float = 300.0,
                  **options):
         if framework not in ("pt", "torch", "np", "numpy"):
             raise ValueError(f"framework must be 'pt' or 'np', got "
                              f"{framework!r}")
         self._np = framework in ("np", "numpy")
+        if self._np and process_group is not None:
+            raise ValueError("process_group streams torch tensors "
+                             "(framework='pt')")
         self._device = device_string(device)
         if self._np and self._device != "cpu":
             raise ValueError("framework 'np' loads into host memory only")
@@ -119,6 +135,10 @@ class TensorStream:
         for _, dt, shape, *_ in infos:  # fail before any memory is taken
             (_dtypes.numpy_layout if self._np else _dtypes.torch_layout)(
                 dt, shape)
+        self._group = None
+        self.group_bytes_read = 0
+        if process_group is not None:
+            self._group = self._agree(process_group, group_timeout, infos)
         self._windows = plan_windows(infos, self.window_bytes)
         self.windows = len(self._windows)
         sizes = [w.nbytes for w in self._windows]
@@ -128,6 +148,7 @@ class TensorStream:
         self.peak_bytes = 0
         self.report: Optional[LoadReport] = None
         self._reports: List[LoadReport] = []
+        self._options = dict(options)
         self._loader_cm = _core.pooled_loader(dict(options,
                                                    device=self._device))
         self._loader = self._loader_cm.__enter__()
@@ -140,6 +161,55 @@ class TensorStream:
         self._t_loaded = self._t0
         self._start_next()
 
+    def _agree(self, process_group, timeout, infos):
+        """Group mode: every rank checks it streams the same tensors of the
+        same checkpoint (weightlift._group's agreement, with its
+        timeout)."""
+        from . import _group, _native, _tp
+        g = _group._Group(process_group, float(timeout))
+        error, fingerprint = None, ""
+        try:
+            if (g.backend == "nccl") != self._device.startswith("cuda"):
+                raise ValueError(
+                    f"process_group: a {g.backend} group cannot deliver "
+                    f"tensors on {self._device} (gloo for cpu, NCCL for "
+                    f"cuda)")
+            fingerprint = _native.group_fingerprint(
+                infos, [f["size"] for f in self._ckpt.files()], False,
+                g.size, [])
+            if isinstance(fingerprint, dict):
+                _tp._raise(fingerprint["error"])
+        except (ValueError, TypeError, OSError) as e:
+            error = e
+        self._in_device(lambda: _group._agree(g, self._device,
+                                              error is None, fingerprint,
+                                              error))
+        return g
+
+    def _in_device(self, fn):
+        if self._device.startswith("cuda"):
+            import torch
+            with torch.cuda.device(self._device):
+                return fn()
+        return fn()
+
+    def _load_group_window(self, w: _Window) -> None:
+        """Group mode: the ranks read W's tensors between them and deliver
+        the rest (every rank ends with every full tensor of W)."""
+        from . import _group, _native, _tp
+        g = self._group
+        plan = _native.group_plan(w.rows, g.size, False, [],
+                                  _group.ALLGATHER_MIN_BYTES, True,
+                                  _group.BATCH_BYTES)
+        if "error" in plan:
+            _tp._raise(plan["error"])
+        runner = _group._Runner(g, self._ckpt, w.rows, None, plan,
+                                self._device, self._options)
+        self._in_device(runner.run)
+        w.buffer = runner.bufs
+        self._reports.extend(runner.reports)
+        self.group_bytes_read += runner.part_bytes
+
     # -- window life cycle -------------------------------------------------
 
     def _start_next(self) -> None:
@@ -148,8 +218,10 @@ class TensorStream:
             return
         w = self._windows[self._next]
         self._next += 1
-        w.buffer = self._alloc(w.nbytes)
         self._pending = w
+        if self._group is not None:
+            return  # loaded in step with the other ranks, when reached
+        w.buffer = self._alloc(w.nbytes)
         # Alive now: this window, the one being handed out and the one the
         # consumer's last tensor is a view of (kept alive by that view).
         alive = {id(x): x.nbytes for x in (w, self._current, self._last)
@@ -184,6 +256,13 @@ class TensorStream:
         return buf.ctypes.data if hasattr(buf, "ctypes") else buf.data_ptr()
 
     def _finish(self, w: _Window) -> None:
+        if self._group is not None:
+            alive = {id(x): x.nbytes for x in (w, self._last)
+                     if x is not None}
+            self.peak_bytes = max(self.peak_bytes, sum(alive.values()))
+            self._load_group_window(w)
+            self._t_loaded = time.perf_counter()
+            return
         job, w.job = w.job, None
         if job is not None:
             self._reports.append(_core.wait(job, False, w.nbytes))
@@ -194,6 +273,8 @@ class TensorStream:
         off = w.offsets[i]
         if size == 0:
             buf = None
+        elif isinstance(w.buffer, list):  # group mode: one per tensor
+            buf = w.buffer[i]
         elif self._np:
             buf = w.buffer[off:off + size]
         else:
@@ -213,7 +294,7 @@ class TensorStream:
             self._advance()
         w, i = self._current, self._pos
         self._pos += 1
-        if i == 1 and self._pending is None:
+        if i == 1 and self._pending is None and self._group is None:
             # The consumer has moved on to this window (it took tensor 0
             # and let go of the previous window's last one): prefetch.
             self._start_next_or_close()
@@ -230,7 +311,8 @@ class TensorStream:
             self._current.buffer = None
             self._current = None
         if self._pending is None:
-            self._start_next_or_close()  # a one-tensor window came before
+            # A one-tensor window came before, or group mode (no prefetch).
+            self._start_next_or_close()
         if self._pending is None:
             self._close(ok=True)
             raise StopIteration
@@ -298,6 +380,15 @@ class TensorStream:
             merged.device = self._device
         wall = self._t_loaded - self._t0
         merged.tensors = sum(len(w.infos) for w in self._windows)
+        merged.bytes = self.bytes  # delivered (group mode: not all read)
+        if self._group is not None:
+            g = self._group
+            merged.bytes_read = (merged.bytes_read or 0) + \
+                self.group_bytes_read
+            merged.notes.insert(0, (
+                f"group: rank {g.rank} of {g.size} ({g.backend}) read "
+                f"{merged.bytes_read} of {self.bytes} bytes; the group "
+                f"delivered the rest"))
         merged.seconds = wall
         merged.gb_per_s = merged.bytes / wall / 1e9 if wall > 0 else 0.0
         self.report = merged
@@ -317,9 +408,12 @@ class TensorStream:
 def stream_tensors(path: Any, device: Any = "cpu", *,
                    names: Optional[Sequence[str]] = None,
                    window: Any = DEFAULT_WINDOW, framework: str = "pt",
+                   process_group: Any = None, group_timeout: float = 300.0,
                    **options) -> TensorStream:
     """Yields ``(name, tensor)`` for the tensors of PATH (or NAMES of them)
     in file order, holding at most WINDOW bytes of them at once (see the
-    module doc). Raises the load's error where it happens."""
+    module doc). With PROCESS_GROUP the ranks split the reading (group
+    mode). Raises the load's error where it happens."""
     return TensorStream(path, device=device, names=names, window=window,
-                        framework=framework, **options)
+                        framework=framework, process_group=process_group,
+                        group_timeout=group_timeout, **options)

@@ -174,6 +174,46 @@ def test_early_close_and_bad_arguments(sharded):
         weightlift.stream_tensors(root, bogus=1)
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_group_mode_ranks_split_the_reading(sharded, tmp_path, world):
+    """Separate processes in a gloo group: every rank gets every tensor,
+    bit-exact and in file order, while the ranks' reads add up to the
+    checkpoint once."""
+    import socket
+    import subprocess
+    import sys
+    root, paths = sharded
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    worker = os.path.join(os.path.dirname(__file__), "stream_group_worker.py")
+    outs = [str(tmp_path / f"r{r}.json") for r in range(world)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    procs = [subprocess.Popen([sys.executable, worker, root, str(r),
+                               str(world), str(port), str(16 << 10), outs[r]],
+                              env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+             for r in range(world)]
+    logs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, log in zip(procs, logs):
+        assert p.returncode == 0, log[-3000:]
+    results = [json.load(open(o)) for o in outs]
+    total = sum(t.numel() * t.element_size()
+                for t in _reference(paths).values())
+    for r in results:
+        assert r["names"] == _file_order(paths) and r["bad"] == []
+        assert r["bytes"] == total and r["bytes_read"] < total
+        assert r["peak"] <= r["bound"]
+        assert any(n.startswith("group: rank") for n in r["notes"])
+    assert sum(r["bytes_read"] for r in results) == total
+
+
+def test_group_mode_refuses_numpy(sharded):
+    root, _ = sharded
+    with pytest.raises(ValueError, match="process_group"):
+        weightlift.stream_tensors(root, framework="np", process_group=object())
+
+
 @needs_cuda
 def test_cuda_stream_bounded_device_memory(sharded):
     root, paths = sharded

@@ -12,7 +12,7 @@ from weightlift.vllm import options
 def test_defaults_and_values():
     o = options.parse(None)
     assert o.load == {} and o.window == options.DEFAULT_WINDOW
-    assert o.progress is False and o.tp_mode == "auto"
+    assert o.progress is False and o.tp_mode == "group"
     o = options.parse(json.dumps({"backend": "direct", "threads": 4,
                                   "staging": "64MiB", "gds": "off",
                                   "window": "1GiB", "progress": True,

@@ -89,7 +89,12 @@ def compare(vc):
     mc = vc.model_config
     loader = get_model_loader(vc.load_config)
     handler = _Lines()
-    logging.getLogger("vllm").addHandler(handler)
+    vllm_logger = logging.getLogger("vllm")
+    # INFO, as vLLM's own logging configuration sets it in a server (under
+    # pytest the logger may be left at the root's WARNING).
+    level = vllm_logger.level
+    vllm_logger.setLevel(logging.INFO)
+    vllm_logger.addHandler(handler)
     try:
         with set_current_vllm_config(vc):
             ref = build(vc)
@@ -99,7 +104,8 @@ def compare(vc):
             got = build(vc)
             loader.load_weights(got, mc)
     finally:
-        logging.getLogger("vllm").removeHandler(handler)
+        vllm_logger.removeHandler(handler)
+        vllm_logger.setLevel(level)
     ref_p = dict(ref.named_parameters())
     got_p = dict(got.named_parameters())
     def same_bits(a, b):
@@ -118,7 +124,8 @@ def compare(vc):
                            if torch.isnan(p).any()),
         "log": [ln for ln in handler.lines if ln.startswith("weightlift")],
         "tensors_read": s.tensors,
-        "bytes_read": s.report.bytes,
+        "bytes_received": s.report.bytes,
+        "bytes_read": s.report.bytes_read,
         "skipped_other_stages": s.skipped_other_stages,
         "peak_bytes": s.peak_bytes,
         "bound_bytes": s.bound_bytes,

@@ -77,8 +77,8 @@ def test_real_llama_equals_default_loader(vllm_world, ckpt):
     assert len(r["params"]) == 4 * 6 + 3
     assert r["differ"] == [] and r["nan_left"] == []
     assert r["tensors_read"] == len(tiny_llama.tensors())
-    assert r["bytes_read"] == sum(t.numel() * 4 for t in
-                                  tiny_llama.tensors().values())
+    total = sum(t.numel() * 4 for t in tiny_llama.tensors().values())
+    assert r["bytes_received"] == r["bytes_read"] == total
     assert 0 < r["peak_bytes"] <= r["bound_bytes"]
     log = "\n".join(r["log"])
     assert ckpt in log and "GB/s" in log and "peak extra" in log
@@ -88,7 +88,7 @@ def test_real_llama_equals_default_loader(vllm_world, ckpt):
 
 def test_small_window_and_options(vllm_world, ckpt):
     vc = rank.init_vllm(ckpt, extra={"window": "64KiB", "threads": 2,
-                                     "backend": "pread", "staging": "1MiB",
+                                     "backend": "pread", "staging": "16MiB",
                                      "progress": True})
     r = rank.compare(vc)
     assert r["differ"] == [] and r["nan_left"] == []
@@ -148,8 +148,11 @@ def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}"):
     return [json.load(open(o)) for o in outs]
 
 
-def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path):
-    results = _run_ranks(ckpt, tmp_path, tp=2, pp=1)
+@pytest.mark.parametrize("tp_mode", ["group", "full"])
+def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path, tp_mode):
+    results = _run_ranks(ckpt, tmp_path, tp=2, pp=1,
+                         extra=json.dumps({"tp_mode": tp_mode}))
+    total = sum(t.numel() * 4 for t in tiny_llama.tensors().values())
     for i, r in enumerate(results):
         assert r["tp"] == [i, 2]
         assert r["differ"] == [] and r["nan_left"] == []
@@ -157,6 +160,14 @@ def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path):
         assert r["shapes"]["model.layers.0.self_attn.qkv_proj.weight"] == \
             [64, 64]
         assert r["shapes"]["model.layers.0.mlp.down_proj.weight"] == [64, 48]
+        assert r["bytes_received"] == total
+        if tp_mode == "full":
+            assert r["bytes_read"] == total
+        else:  # the ranks split the reading; the group delivered the rest
+            assert r["bytes_read"] < 0.75 * total
+            assert any("group: rank" in ln for ln in r["log"])
+    if tp_mode == "group":
+        assert sum(r["bytes_read"] for r in results) == total
 
 
 def test_pipeline_parallel_stage_reads_only_its_layers(ckpt, tmp_path):

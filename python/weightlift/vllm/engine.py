@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable, Iterator, Optional, Set, Tuple
+from typing import Any, Callable, Iterable, Iterator, Optional, Set, Tuple
 
 import torch
 from torch import nn
@@ -77,6 +77,9 @@ class LoadSummary:
         yield (f"weightlift:   peak extra device memory {peak} held by the "
                f"stream{measured} (window {_fmt_bytes(self.window_bytes)}, "
                f"bound {_fmt_bytes(self.bound_bytes)})")
+        if r and r.bytes_read is not None and r.bytes_read != r.bytes:
+            yield (f"weightlift:   this rank read {r.bytes_read / 1e9:.3f} "
+                   f"GB of the {r.bytes / 1e9:.3f} GB it received")
         if self.tp[1] > 1 or self.pp[1] > 1:
             yield (f"weightlift:   tensor-parallel rank {self.tp[0]} of "
                    f"{self.tp[1]}, pipeline stage {self.pp[0]} of "
@@ -132,16 +135,22 @@ def load_model_weights(
         consume: Callable[[Iterable[Tuple[str, torch.Tensor]]],
                           Optional[Set[str]]],
         tp: Tuple[int, int] = (0, 1), pp: Tuple[int, int] = (0, 1),
+        tp_group: Any = None,
 ) -> Tuple[Optional[Set[str]], LoadSummary]:
     """Streams PATH's tensors (file order, those of this pipeline stage)
     onto MODEL's device into CONSUME (the model's ``load_weights``).
-    Returns what CONSUME returned and the LoadSummary."""
+    TP_GROUP (a torch.distributed group of this stage's tensor-parallel
+    ranks; gloo for cpu, NCCL for cuda): with tp_mode "group" the ranks
+    split the reading and deliver the rest to each other. Returns what
+    CONSUME returned and the LoadSummary."""
     t0 = time.perf_counter()
     device = model_device(model)
     ckpt = weightlift._core.open_checkpoint(path)
     names, skipped = split_by_stage(model, [t[0] for t in ckpt.tensors()])
+    group = tp_group if (opts.tp_mode == "group" and tp[1] > 1) else None
     stream = weightlift.stream_tensors(
-        ckpt, device=device, names=names, window=opts.window, **opts.load)
+        ckpt, device=device, names=names, window=opts.window,
+        process_group=group, **opts.load)
     tracker = _PeakTracker(device) if device.type == "cuda" else None
     weights: Iterator = stream if tracker is None else tracker.wrap(stream)
     if opts.progress and tp[0] == 0:

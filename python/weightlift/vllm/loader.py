@@ -21,7 +21,7 @@ from vllm.logger import init_logger
 from vllm.model_executor.model_loader.base_loader import BaseModelLoader
 
 from . import options as options_mod
-from .engine import LoadSummary, load_model_weights
+from .engine import LoadSummary, load_model_weights, model_device
 
 logger = init_logger("vllm.weightlift")
 
@@ -44,6 +44,16 @@ def _parallel_ranks() -> Tuple[Tuple[int, int], Tuple[int, int]]:
         return (0, 1), (0, 1)
 
 
+def _tp_group(device):
+    """vLLM's tensor-parallel group of this stage, as a torch.distributed
+    group that can move tensors on DEVICE (its NCCL group for cuda, its
+    gloo group for cpu)."""
+    from vllm.distributed import get_tp_group
+    coordinator = get_tp_group()
+    return (coordinator.device_group if device.type == "cuda"
+            else coordinator.cpu_group)
+
+
 class WeightliftModelLoader(BaseModelLoader):
     """Load format ``weightlift`` (registered by weightlift.vllm.register).
     """
@@ -59,7 +69,10 @@ class WeightliftModelLoader(BaseModelLoader):
     def _checkpoint_path(self, model_config: ModelConfig) -> str:
         """A local directory or file that weightlift opens, or an object
         storage URI handed to weightlift as is."""
-        model = str(model_config.model)
+        # vLLM keeps an object-storage URI here and points `model` at a
+        # local folder holding only the config files it pulled.
+        model = str(getattr(model_config, "model_weights", "") or
+                    model_config.model)
         if model.startswith(_REMOTE_SCHEMES):
             return model
         if os.path.exists(model):
@@ -86,7 +99,8 @@ class WeightliftModelLoader(BaseModelLoader):
         path = self._checkpoint_path(model_config)
         tp, pp = _parallel_ranks()
         loaded, summary = load_model_weights(
-            model, path, self.options, model.load_weights, tp=tp, pp=pp)
+            model, path, self.options, model.load_weights, tp=tp, pp=pp,
+            tp_group=_tp_group(model_device(model)) if tp[1] > 1 else None)
         self._check_all_loaded(model, model_config, loaded)
         self.last_summary = summary
         for line in summary.lines():

@@ -15,9 +15,11 @@ copy_streams    CUDA streams (0: one per thread)
 window          the most tensor memory the stream holds on the device beyond
                 the model's parameters (default 512MiB); see stream_tensors
 progress        true: a progress bar (on the first rank only)
-tp_mode         how a tensor-parallel rank gets its weights: "auto" (slices
-                where a parameter allows it, else whole tensors), or "full"
-                (every rank reads whole tensors, as vLLM's default loader)
+tp_mode         how tensor-parallel ranks get their weights: "group" (the
+                ranks of vLLM's TP group split the reading and deliver the
+                rest to each other; vLLM's weight loaders narrow as usual),
+                or "full" (every rank reads every tensor, as vLLM's default
+                loader does)
 ==============  ==============================================================
 """
 
@@ -34,7 +36,7 @@ LOAD_OPTION_KEYS = ("backend", "threads", "staging", "gds", "host_register",
 PLUGIN_KEYS = ("window", "progress", "tp_mode")
 ALL_KEYS = LOAD_OPTION_KEYS + PLUGIN_KEYS
 DEFAULT_WINDOW = 512 << 20
-TP_MODES = ("auto", "full")
+TP_MODES = ("group", "full")
 
 
 class PluginOptions:
@@ -88,7 +90,7 @@ def parse(extra: Any) -> PluginOptions:
     if not isinstance(progress, bool):
         raise ValueError(f"weightlift: progress must be true or false, got "
                          f"{progress!r}")
-    tp_mode = extra.get("tp_mode", "auto")
+    tp_mode = extra.get("tp_mode", "group")
     if tp_mode not in TP_MODES:
         raise ValueError(f"weightlift: tp_mode must be one of {TP_MODES}, "
                          f"got {tp_mode!r}")
