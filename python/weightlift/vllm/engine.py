@@ -22,18 +22,13 @@ from .selection import split_by_stage
 
 
 def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+    if n < 1024:
+        return f"{n:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
         n /= 1024
-    return f"{n} B"
-
-
-def _model_device(model: nn.Module) -> torch.device:
-    for p in model.parameters():
-        if p.device.type != "meta":
-            return p.device
-    return torch.device("cpu")
+        if n < 1024 or unit == "GiB":
+            break
+    return f"{n:.2f} {unit}"
 
 
 class LoadSummary:
