@@ -167,9 +167,11 @@ class TensorStream:
         timeout)."""
         from . import _group, _native, _tp
         g = _group._Group(process_group, float(timeout))
+        cuda = self._device.startswith("cuda")
         error, fingerprint = None, ""
         try:
-            if (g.backend == "nccl") != self._device.startswith("cuda"):
+            # g.backend: "nccl", "gloo", or torch 2's "cpu:gloo,cuda:nccl".
+            if ("nccl" if cuda else "gloo") not in g.backend:
                 raise ValueError(
                     f"process_group: a {g.backend} group cannot deliver "
                     f"tensors on {self._device} (gloo for cpu, NCCL for "
@@ -181,9 +183,16 @@ class TensorStream:
                 _tp._raise(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:
             error = e
-        self._in_device(lambda: _group._agree(g, self._device,
-                                              error is None, fingerprint,
-                                              error))
+        # The agreement travels where the group's collectives can carry it,
+        # so a rank whose device does not fit the group still joins and
+        # fails with the others.
+        comm = self._device if cuda and "nccl" in g.backend else "cpu"
+        if comm.startswith("cuda"):
+            import torch
+            with torch.cuda.device(comm):
+                _group._agree(g, comm, error is None, fingerprint, error)
+        else:
+            _group._agree(g, comm, error is None, fingerprint, error)
         return g
 
     def _in_device(self, fn):
