@@ -7,25 +7,24 @@
 
 Opening validates every header (no tensor data is read). ``get_tensor``
 loads one tensor through the C++ loader onto DEVICE; the result is a
-zero-copy view that outlives the handle. ``get_slice(name)[...]`` reads
-only the selected rows when the index picks a contiguous range of the first
-dimension (``[a:b]``, ``[a:b, :]``, ``[i]``, ``[a:b, ...]``): into host
-memory, then (for a cuda handle) one copy of just those rows to the device,
-as a tensor-parallel rank that needs its shard of a weight wants. Any other
-index loads the whole tensor once (cached on the slice object) and returns a
-copy of the requested part. Either way the result owns exactly its own
-bytes and never pins the full tensor's memory.
+zero-copy view that outlives the handle. ``get_slice(name)[...]`` with basic
+indexing (ints, slices with a positive step, Ellipsis) goes through the same
+loader as a slice request (_slices.py): only the selected bytes are read (or
+a covering range placed with strided copies where that moves fewer), with
+the handle's staging, O_DIRECT and report, straight onto DEVICE, as a
+tensor-parallel rank that needs its shard of a weight wants. Any other index
+loads the whole tensor once (cached on the slice object) and returns a copy
+of the requested part. Either way the result owns exactly its own bytes and
+never pins the full tensor's memory.
 """
 
 from __future__ import annotations
 
 import collections
-import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes
-from ._errors import (InvalidArgumentError, TensorNotFoundError,
-                      WeightliftIOError)
+from . import _core, _dtypes, _slices
+from ._errors import InvalidArgumentError, TensorNotFoundError
 from ._options import device_string
 
 TensorInfo = collections.namedtuple(
@@ -148,93 +147,11 @@ class safe_open:  # noqa: N801 - safetensors' name
         return f"<weightlift.safe_open {self._paths[:1]} {state}>"
 
 
-# Largest single read, far below the 2 GiB a Linux read returns at most.
-_MAX_READ = 1 << 30
-
-
-def _is_int(x) -> bool:
-    # bool is an int subclass but indexes as a new axis (torch and numpy).
-    return type(x) is int  # noqa: E721 - exactly int, not bool/np.integer
-
-
-def _is_full(x) -> bool:
-    """``:`` (or ``::1``): all of one dimension."""
-    return (type(x) is slice and x.start is None and x.stop is None
-            and (x.step is None or (_is_int(x.step) and x.step == 1)))
-
-
-def _row_range(index, shape):
-    """(start, stop, squeeze) when INDEX selects rows [start, stop) of the
-    first dimension and all of every other one (squeeze: an int index that
-    drops the first dimension); None for any other index, which then goes
-    the general (load everything, index with torch/numpy) way. Where this
-    returns a range, it is the one torch and numpy indexing select, clamped
-    the same way (stop < start gives zero rows)."""
-    if not shape:
-        return None
-    n = shape[0]
-    parts = index if isinstance(index, tuple) else (index,)
-    if sum(1 for p in parts if p is Ellipsis) > 1:
-        return None
-    if len([p for p in parts if p is not Ellipsis]) > len(shape):
-        return None  # too many indices: let torch/numpy raise
-    if not parts:
-        return 0, n, False
-    first, rest = parts[0], parts[1:]
-    if not all(p is Ellipsis or _is_full(p) for p in rest):
-        return None
-    if first is Ellipsis or _is_full(first):
-        return 0, n, False
-    if _is_int(first):
-        i = first + n if first < 0 else first
-        if not 0 <= i < n:
-            return None  # out of range: let torch/numpy raise
-        return i, i + 1, True
-    if type(first) is slice and all(v is None or _is_int(v) for v in
-                                    (first.start, first.stop, first.step)):
-        start, stop, step = first.indices(n)
-        if step != 1:
-            return None
-        return start, max(start, stop), False
-    return None
-
-
-def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
-    """Fills OUT with the bytes of PATH at OFFSET; loops over short reads
-    (os.preadv retries EINTR itself) in pieces of at most _MAX_READ."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as e:
-        raise WeightliftIOError(
-            f"{path}: tensor '{name}': open failed: "
-            f"{os.strerror(e.errno)} ({e.errno})", code="IoError") from None
-    try:
-        done, total = 0, len(out)
-        while done < total:
-            piece = out[done:done + _MAX_READ]
-            try:
-                got = os.preadv(fd, [piece], offset + done)
-            except OSError as e:
-                raise WeightliftIOError(
-                    f"{path}: tensor '{name}': read of {len(piece)} bytes at "
-                    f"offset {offset + done} failed: "
-                    f"{os.strerror(e.errno)} ({e.errno})",
-                    code="IoError") from None
-            if got == 0:
-                raise WeightliftIOError(
-                    f"{path}: tensor '{name}': unexpected end of file at "
-                    f"offset {offset + done} ({total - done} of {total} bytes "
-                    f"at offset {offset} missing; the file shrank after it "
-                    f"was opened)", code="IoError")
-            done += got
-    finally:
-        os.close(fd)
-
-
 class SafeSlice:
-    """``get_slice(name)``: shape and dtype without loading. Indexing a
-    contiguous row range reads just those rows (on any device); any other
-    index loads the tensor (once) and returns a copy of the selected part."""
+    """``get_slice(name)``: shape and dtype without loading. Basic indexing
+    reads just the selected bytes through the loader (on any device); any
+    other index loads the tensor (once) and returns a copy of the selected
+    part."""
 
     def __init__(self, handle: safe_open, info: TensorInfo):
         self._handle = handle
@@ -254,7 +171,9 @@ class SafeSlice:
         return self._info.shape[0]
 
     def __getitem__(self, index):
-        part = self._read_rows(index)
+        h, info = self._handle, self._info
+        h._check_open()
+        part = self._read_slice(index)
         if part is not None:
             return part
         if self._full is None:
@@ -262,46 +181,28 @@ class SafeSlice:
         part = self._full[index]
         return part.clone() if hasattr(part, "clone") else part.copy()
 
-    def _read_rows(self, index):
-        """The fast path: INDEX as rows read straight from the file (then
-        copied to the handle's device), or None where it does not apply
-        (sub-byte dtypes, other indices, or the whole tensor already
-        loaded)."""
+    def _read_slice(self, index):
+        """INDEX read through the loader (only the selected bytes, straight
+        onto the handle's device, see _slices), or None where the index is
+        not basic indexing or the dtype has sub-byte elements: then the
+        whole tensor is loaded once and indexed."""
         h, info = self._handle, self._info
-        h._check_open()
-        if self._full is not None:
-            return None
-        if h._device != "cpu" and h._loader is None:
-            # The device is checked as get_tensor checks it (a cuda handle
+        if h._loader is None:
+            # Also checks the device as get_tensor does (a cuda handle
             # without CUDA is UnsupportedError, not torch's own error).
             h._loader = _core.make_loader(h._options)
         if _dtypes.BITS.get(info.dtype, 0) % 8 != 0:
-            return None  # F4 / F6: rows need not be whole bytes
-        rows = _row_range(index, info.shape)
-        if rows is None:
+            return None  # F4 / F6: slices need not be whole bytes
+        norm = _slices.normalize_basic_index(index, info.shape)
+        if norm is None:
             return None
-        start, stop, squeeze = rows
-        inner = list(info.shape[1:])
-        row_bytes = _dtypes.nbytes(info.dtype, inner)
-        shape = inner if squeeze else [stop - start] + inner
-        length = (stop - start) * row_bytes
+        dims, squeeze = norm
+        shape = _slices.slice_shape(dims, squeeze)
         if h._framework == "np":
-            import numpy as np
             _dtypes.numpy_layout(info.dtype, shape)  # raises if unsupported
-            buf = np.empty(length, dtype=np.uint8) if length else None
-            mem = buf
-            view = _dtypes.view_numpy
         else:
-            import torch
             _dtypes.torch_layout(info.dtype, shape)  # raises if unsupported
-            buf = torch.empty(length, dtype=torch.uint8) if length else None
-            mem = buf.numpy() if length else None  # shares buf's memory
-            view = _dtypes.view_torch
-        if length:
-            _pread_exact(h._resolved[info.file],
-                         info.offset + start * row_bytes,
-                         memoryview(mem).cast("B"), info.name)
-        part = view(buf, info.dtype, shape)
-        if h._device != "cpu":  # framework "pt": np handles are cpu only
-            part = part.to(h._device)
+        (part,) = _slices.load_slices(h._loader, h._ckpt,
+                                      [(info.name, dims, squeeze)],
+                                      h._framework, h._device)
         return part
