@@ -5,17 +5,18 @@
         for k in f.keys():
             t = f.get_tensor(k)
 
-Opening validates every header (no tensor data is read). ``get_tensor``
-loads one tensor through the C++ loader onto DEVICE; the result is a
-zero-copy view that outlives the handle. ``get_slice(name)[...]`` with basic
-indexing (ints, slices with a positive step, Ellipsis) goes through the same
-loader as a slice request (_slices.py): only the selected bytes are read (or
-a covering range placed with strided copies where that moves fewer), with
-the handle's staging, O_DIRECT and report, straight onto DEVICE, as a
-tensor-parallel rank that needs its shard of a weight wants. Any other index
-loads the whole tensor once (cached on the slice object) and returns a copy
-of the requested part. Either way the result owns exactly its own bytes and
-never pins the full tensor's memory.
+Opening validates every header (no tensor data is read) and the load
+options (framework=, device=, backend=, ...: a SafetensorError where
+safetensors raises one). ``get_tensor`` loads one tensor through the C++
+loader onto DEVICE, ``get_tensors`` all of them in one load; results are
+zero-copy views that outlive the handle. ``get_slice(name)[index]`` follows
+safetensors' indexing rules (see weightlift._slice_index) and is loaded as a
+slice request (_slices.py): only the selected bytes are read (or a covering
+range placed with strided copies where that moves fewer), with the loader's
+staging, O_DIRECT and report, straight onto the device, as a tensor-parallel
+rank that needs its shard of a weight wants. The result owns
+exactly its own bytes. A slice keeps what it needs to read, so (as in
+safetensors) it still works after its handle is closed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _slices
+from . import _core, _dtypes, _slice_index, _slices
 from ._errors import InvalidArgumentError, TensorNotFoundError
 from ._options import device_string
 
@@ -34,6 +35,48 @@ TensorInfo.__doc__ = ("A tensor's place: FILE is the shard's path, OFFSET the "
 
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt",
                "np": "np", "numpy": "np"}
+# Frameworks safetensors has and weightlift does not.
+_OTHER_FRAMEWORKS = ("tf", "tensorflow", "jax", "flax", "mlx", "paddle")
+
+
+def _framework(framework: Any) -> str:
+    fw = _FRAMEWORKS.get(framework) if isinstance(framework, str) else None
+    if fw is not None:
+        return fw
+    why = ("is not supported by weightlift"
+           if framework in _OTHER_FRAMEWORKS else "is invalid")
+    raise InvalidArgumentError(
+        f"framework {framework} {why} (weightlift loads 'pt' (torch) and "
+        f"'np' (numpy))", code="InvalidArgument")
+
+
+class _Source:
+    """What reading a tensor needs: the open checkpoint, the framework and
+    the load options. Shared by a handle and its slices; a slice keeps it
+    alive after the handle is closed."""
+
+    def __init__(self, ckpt, framework: str, options: Dict[str, Any]):
+        self.ckpt = ckpt
+        self.numpy = framework == "np"
+        self.options = options
+        self.device = options["device"]
+        self.resolved = {f["path"]: f["resolved_path"] for f in ckpt.files()}
+
+    def load(self, names: Optional[List[str]]):
+        """[(name, tensor)] of NAMES (every tensor when None), in file
+        order, through a pooled loader."""
+        rows = self.ckpt.tensors()
+        if names is not None:
+            wanted = set(names)
+            rows = [r for r in rows if r[0] in wanted]
+        _dtypes.check_framework_types(rows, self.numpy)
+        items, dev, _ = _core.load_raw(self.ckpt, names, numpy=self.numpy,
+                                       **self.options)
+        if self.numpy:
+            return [(n, _dtypes.to_numpy(dt, shape, data, n))
+                    for n, dt, shape, data in items]
+        return [(n, _dtypes.to_torch(dt, shape, data, dev, n))
+                for n, dt, shape, data in items]
 
 
 class safe_open:  # noqa: N801 - safetensors' name
@@ -46,63 +89,58 @@ class safe_open:  # noqa: N801 - safetensors' name
 
     def __init__(self, filename: Any, framework: str = "pt",
                  device: Any = "cpu", **options):
-        fw = _FRAMEWORKS.get(str(framework).lower())
-        if fw is None:
+        fw = _framework(framework)
+        dev = device_string(device)
+        if fw == "np" and dev != "cpu":
             raise InvalidArgumentError(
-                f"framework {framework!r} is not supported by weightlift "
-                f"(use 'pt' or 'np')", code="InvalidArgument")
-        self._framework = fw
-        self._device = device_string(device)
-        if fw == "np" and self._device != "cpu":
-            raise InvalidArgumentError(
-                "framework 'np' loads into host memory only (device='cpu')",
-                code="InvalidArgument")
-        self._options = dict(options, device=self._device)
-        self._ckpt = _core.open_checkpoint(filename)
-        files = self._ckpt.files()
+                f"Device {dev} is not supported for framework numpy "
+                f"(numpy arrays live in host memory)", code="InvalidArgument")
+        options = dict(options, device=dev)
+        # Checks every option first (an invalid backend or device raises
+        # here, before the file is looked at, as in safetensors); the
+        # loader goes back to the pool for this handle's loads.
+        with _core.pooled_loader(options):
+            pass
+        ckpt = _core.open_checkpoint(filename)
+        self._source: Optional[_Source] = _Source(ckpt, fw, options)
+        files = ckpt.files()
         self._paths = [f["path"] for f in files]
-        # Where the loader reads: the header was validated there.
-        self._resolved = {f["path"]: f["resolved_path"] for f in files}
         # safetensors: None when the key is absent, {} when it is empty.
         self._meta = (files[0]["metadata"]
                       if files and files[0]["has_metadata"] else None)
         self._info: Dict[str, TensorInfo] = {}
-        for name, dt, shape, file, offset, size in self._ckpt.tensors():
+        for name, dt, shape, file, offset, size in ckpt.tensors():
             self._info[name] = TensorInfo(name, dt, list(shape),
                                           self._paths[file], offset, size)
-        self._loader = None  # created on the first get_tensor
-        self._closed = False
 
     # -- context manager ---------------------------------------------------
     def __enter__(self) -> "safe_open":
-        self._check_open()
+        self._open_source()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     def close(self) -> None:
-        """Releases the loader and its staging memory. Idempotent; tensors
-        already returned stay valid."""
-        self._closed = True
-        self._loader = None
-        self._ckpt = None
+        """Closes the handle (idempotent). Tensors already returned, and
+        slices already taken, stay usable."""
+        self._source = None
 
     # -- description -------------------------------------------------------
     def keys(self) -> List[str]:
         """Tensor names, sorted (as safetensors returns them)."""
-        self._check_open()
+        self._open_source()
         return sorted(self._info)
 
     def offset_keys(self) -> List[str]:
         """Tensor names in file order (by shard, then data offset)."""
-        self._check_open()
+        self._open_source()
         return list(self._info)
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """``__metadata__`` of the (first) file: None when the header has no
         ``__metadata__`` key, {} when it is present but empty."""
-        self._check_open()
+        self._open_source()
         return None if self._meta is None else dict(self._meta)
 
     def offsets(self, name: str) -> Tuple[int, int]:
@@ -111,7 +149,7 @@ class safe_open:  # noqa: N801 - safetensors' name
         return info.offset, info.offset + info.size
 
     def tensor_info(self, name: str) -> TensorInfo:
-        self._check_open()
+        self._open_source()
         info = self._info.get(name)
         if info is None:
             raise TensorNotFoundError(f"File does not contain tensor {name}",
@@ -121,42 +159,38 @@ class safe_open:  # noqa: N801 - safetensors' name
     # -- data --------------------------------------------------------------
     def get_tensor(self, name: str):
         info = self.tensor_info(name)
-        if info.size == 0:  # nothing to read
-            if self._framework == "np":
-                return _dtypes.to_numpy(info.dtype, info.shape, None)
-            return _dtypes.to_torch(info.dtype, info.shape, None, self._device)
-        if self._loader is None:
-            self._loader = _core.make_loader(self._options)
-        job = self._loader.start_load(self._ckpt, [name])
-        _core.wait(job, False, info.size)
-        ((_, dt, shape, data),) = job.take_tensors(self._framework == "np")
-        if self._framework == "np":
-            return _dtypes.to_numpy(dt, shape, data)
-        return _dtypes.to_torch(dt, shape, data, self._device)
+        ((_, tensor),) = self._open_source().load([info.name])
+        return tensor
+
+    def get_tensors(self) -> Dict[str, Any]:
+        """Every tensor, in one load, keyed in file order (as safetensors'
+        offset_keys())."""
+        return dict(self._open_source().load(None))
 
     def get_slice(self, name: str) -> "SafeSlice":
-        return SafeSlice(self, self.tensor_info(name))
+        info = self.tensor_info(name)
+        return SafeSlice(self._open_source(), info)
 
-    def _check_open(self) -> None:
-        if self._closed:
+    def _open_source(self) -> _Source:
+        if self._source is None:
             raise InvalidArgumentError("File is closed",
                                        code="InvalidArgument")
+        return self._source
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{len(self._info)} tensors"
+        state = ("closed" if self._source is None
+                 else f"{len(self._info)} tensors")
         return f"<weightlift.safe_open {self._paths[:1]} {state}>"
 
 
 class SafeSlice:
-    """``get_slice(name)``: shape and dtype without loading. Basic indexing
-    reads just the selected bytes through the loader (on any device); any
-    other index loads the tensor (once) and returns a copy of the selected
-    part."""
+    """``get_slice(name)``: shape and dtype without loading; ``[index]``
+    reads just the part the index selects (see the module docstring)."""
 
-    def __init__(self, handle: safe_open, info: TensorInfo):
-        self._handle = handle
+    def __init__(self, source: _Source, info: TensorInfo):
+        self._source = source
         self._info = info
-        self._full = None
+        self._full = None  # the whole tensor, for indices torch resolves
 
     def get_shape(self) -> List[int]:
         return list(self._info.shape)
@@ -171,38 +205,31 @@ class SafeSlice:
         return self._info.shape[0]
 
     def __getitem__(self, index):
-        h, info = self._handle, self._info
-        h._check_open()
-        part = self._read_slice(index)
-        if part is not None:
-            return part
+        src, info = self._source, self._info
+        fw = "np" if src.numpy else "pt"
+        sel = _slice_index.select(index, info.shape, fw)
+        if sel is not None and _dtypes.BITS[info.dtype] % 8 == 0:
+            return self._read(sel)
+        # A torch index beyond basic indexing (None, lists, tensors, ...),
+        # or a sub-byte dtype (rows need not be whole bytes): index the
+        # whole tensor with torch, loaded once.
         if self._full is None:
-            self._full = self._handle.get_tensor(self._info.name)
+            ((_, self._full),) = src.load([info.name])
         part = self._full[index]
         return part.clone() if hasattr(part, "clone") else part.copy()
 
-    def _read_slice(self, index):
-        """INDEX read through the loader (only the selected bytes, straight
-        onto the handle's device, see _slices), or None where the index is
-        not basic indexing or the dtype has sub-byte elements: then the
-        whole tensor is loaded once and indexed."""
-        h, info = self._handle, self._info
-        if h._loader is None:
-            # Also checks the device as get_tensor does (a cuda handle
-            # without CUDA is UnsupportedError, not torch's own error).
-            h._loader = _core.make_loader(h._options)
-        if _dtypes.BITS.get(info.dtype, 0) % 8 != 0:
-            return None  # F4 / F6: slices need not be whole bytes
-        norm = _slices.normalize_basic_index(index, info.shape)
-        if norm is None:
-            return None
-        dims, squeeze = norm
-        shape = _slices.slice_shape(dims, squeeze)
-        if h._framework == "np":
-            _dtypes.numpy_layout(info.dtype, shape)  # raises if unsupported
+    def _read(self, sel: "_slice_index.Selection"):
+        """The selected part, read by the loader as a slice request (only
+        the selected bytes, or a covering range placed with strided copies
+        where that moves fewer; staging, O_DIRECT and the report as for any
+        load) straight onto the handle's device (see _slices.py)."""
+        src, info = self._source, self._info
+        if src.numpy:
+            _dtypes.numpy_layout(info.dtype, info.shape, info.name)
         else:
-            _dtypes.torch_layout(info.dtype, shape)  # raises if unsupported
-        (part,) = _slices.load_slices(h._loader, h._ckpt,
-                                      [(info.name, dims, squeeze)],
-                                      h._framework, h._device)
+            _dtypes.torch_layout(info.dtype, info.shape, info.name)
+        with _core.pooled_loader(src.options) as loader:
+            (part,) = _slices.load_slices(
+                loader, src.ckpt, [(info.name, sel.ranges, sel.squeeze)],
+                "np" if src.numpy else "pt", src.device)
         return part

@@ -7,8 +7,8 @@ The loader reads only the selected bytes (or one covering range placed with
 strided copies, whichever moves fewer bytes at the storage's granularity),
 through the same staging, O_DIRECT and report as every other load, straight
 onto the loader's device. ``normalize_basic_index`` is the plain numpy rule
-for basic indexing; ``_safe_open`` may apply safetensors' own rules first
-and pass the normalized dims in.
+for basic indexing; ``get_slice`` applies safetensors' own rules instead
+(_slice_index.select) and passes its normalized ranges in.
 """
 
 from __future__ import annotations
@@ -89,9 +89,9 @@ def load_slices(loader, ckpt, requests: Sequence[Tuple[str, Dims, Any]],
     out = []
     for (name, dims, squeeze), (_, dt, shape, data) in zip(requests, raw):
         if framework == "np":
-            part = _dtypes.to_numpy(dt, shape, data)
+            part = _dtypes.to_numpy(dt, shape, data, name)
         else:
-            part = _dtypes.to_torch(dt, shape, data, device)
+            part = _dtypes.to_torch(dt, shape, data, device, name)
         if squeeze:
             drop = set(squeeze)
             part = part.reshape([n for axis, n in enumerate(shape)

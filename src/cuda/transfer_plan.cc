@@ -45,7 +45,6 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
     if (sel.bytes == 0) continue;
     report->files[files[sel.file].report_index].bytes += sel.bytes;
     PlaceOptions po;
-    po.read_cost_bytes = kReadCostBytes;
     switch (files[sel.file].path) {
       case TransferPath::kStaging: {
         // A strided chunk is one staging slot; the planner's cap for it.

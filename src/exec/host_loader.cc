@@ -235,7 +235,6 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     po.granularity = a;
     // Strided chunks are bounce chunks: at most a staging slot.
     po.max_chunk_bytes = std::max<uint64_t>(a, popt.chunk_bytes / a * a);
-    po.read_cost_bytes = kReadCostBytes;
     PlaceSelection(sels[k], dsts[k], static_cast<uint32_t>(k), po, &segments,
                    &placement);
   }

@@ -226,7 +226,7 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
         ++stats->contiguous;
         stats->moved_bytes += CoverBytes(b, g);
       }
-    } else if (StridedCost(b, o) < RowRunsCost(b, o)) {
+    } else if (StridedCost(b, o) <= RowRunsCost(b, o)) {
       Segment seg{sel.file, b.file_offset, b.width, at, request};
       seg.rows = b.rows;
       seg.pitch = b.pitch;

@@ -14,8 +14,11 @@
 //               on the host): more bytes, far fewer reads.
 //
 // Row runs or strided is decided by the bytes each moves at the storage's
-// granularity (4096 for O_DIRECT, 1 for buffered reads) plus a fixed cost
-// per read (the syscall, and on CUDA one copy per read), whichever is less.
+// granularity (4096 for O_DIRECT, 1 for buffered reads), whichever is less;
+// on a tie strided (the same reads, one copy per chunk instead of one per
+// row). Buffered reads therefore always take row runs, read straight into
+// place on the host; under O_DIRECT rows narrower than a block that share
+// blocks are read once, covering, and placed with strided copies.
 #pragma once
 
 #include <cstdint>
@@ -72,14 +75,11 @@ struct PlaceOptions {
   // The largest read a strided chunk may make (the staging slot); 0
   // forbids strided placements (a path with no staging: GDS).
   uint64_t max_chunk_bytes = 0;
-  // What one more read costs, in bytes moved (see kReadCostBytes).
+  // What one more read costs, in bytes moved: 0 in the loaders (the rule
+  // is bytes only, so a tensor-parallel rank reads no more than its share);
+  // a knob for a storage where requests cost more than bytes.
   uint64_t read_cost_bytes = 0;
 };
-
-// A read costs about as much as moving this many bytes: a pread syscall and
-// its bookkeeping run about 2-5 us, in which a page-cache copy moves 16-32
-// KiB; a CUDA copy launch costs about the same.
-inline constexpr uint64_t kReadCostBytes = 32u << 10;
 
 // Bytes a block costs to move each way at the options' granularity
 // (aligned bytes + read_cost per read).

@@ -137,13 +137,16 @@ TEST(SelectSliceTest, BadSlicesNameTheTensorAndDimension) {
 }
 
 TEST(PlaceSelectionTest, ChoosesFewerBytesAtTheGranularity) {
-  // Narrow columns of a wide O_DIRECT tensor: every row costs a whole
-  // block read on its own, so one covering read with a strided copy wins.
-  TensorInfo t = Tensor({4096, 11008}, 2, 8);
-  std::vector<DimSlice> cols = {{0, 4096, 1}, {0, 1376, 1}};
+  // Narrow columns of rows shorter than a block (O_DIRECT): the rows share
+  // blocks, so reading row by row moves every block anyway; one covering
+  // read per chunk with a strided copy moves the same bytes in one copy.
+  TensorInfo t = Tensor({4096, 1024}, 2, 8);
+  std::vector<DimSlice> cols = {{0, 4096, 1}, {0, 128, 1}};
   auto sel = SelectSlice(t, 0, 16, cols);
   ASSERT_TRUE(sel.ok());
-  PlaceOptions direct{4096, 8u << 20, kReadCostBytes};
+  const PlaceOptions direct{4096, 8u << 20, 0};
+  EXPECT_EQ(StridedCost(sel->blocks[0], direct),
+            RowRunsCost(sel->blocks[0], direct));
   std::vector<Segment> segs;
   PlacementStats stats;
   PlaceSelection(*sel, 0x10000, 0, direct, &segs, &stats);
@@ -152,22 +155,31 @@ TEST(PlaceSelectionTest, ChoosesFewerBytesAtTheGranularity) {
   EXPECT_EQ(stats.strided, 1u);
   EXPECT_NE(stats.Note().find("1 strided over 4096 rows"), std::string::npos)
       << stats.Note();
-  // Rows of a few large pieces far apart: row runs move fewer bytes.
-  TensorInfo big = Tensor({8, 4u << 20}, 1, 8);
-  std::vector<DimSlice> halves = {{0, 8, 2}, {0, 2u << 20, 1}};
-  auto sel2 = SelectSlice(big, 0, 8, halves);
+  // Columns of rows longer than a block: row by row reads fewer blocks.
+  TensorInfo wide = Tensor({4096, 11008}, 2, 8);
+  std::vector<DimSlice> half = {{0, 4096, 1}, {0, 2752, 1}};
+  auto sel2 = SelectSlice(wide, 0, 16, half);
   ASSERT_TRUE(sel2.ok());
   segs.clear();
   PlacementStats stats2;
   PlaceSelection(*sel2, 0x10000, 0, direct, &segs, &stats2);
-  EXPECT_EQ(segs.size(), 4u);
+  EXPECT_EQ(segs.size(), 4096u);
   EXPECT_EQ(stats2.row_runs, 1u);
-  EXPECT_EQ(stats2.run_reads, 4u);
-  // Without staging (GDS) a strided copy is impossible: always row runs.
+  EXPECT_EQ(stats2.run_reads, 4096u);
+  EXPECT_LT(stats2.moved_bytes, wide.size / 2);
+  // Buffered (granularity 1): only the selected bytes move, row by row.
   segs.clear();
   PlacementStats stats3;
-  PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 0, kReadCostBytes}, &segs,
+  PlaceSelection(*sel, 0x10000, 0, PlaceOptions{1, 8u << 20, 0}, &segs,
                  &stats3);
+  EXPECT_EQ(segs.size(), 4096u);
+  EXPECT_EQ(stats3.moved_bytes, sel->bytes);
+  EXPECT_NE(stats3.Note().find("(overhead 0.0%)"), std::string::npos)
+      << stats3.Note();
+  // Without staging (GDS) a strided copy is impossible: always row runs.
+  segs.clear();
+  PlacementStats stats4;
+  PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 0, 0}, &segs, &stats4);
   EXPECT_EQ(segs.size(), 4096u);
 }
 
@@ -207,7 +219,7 @@ TEST(PlaceSelectionTest, RandomSlicesMatchReferenceGather) {
     PlaceOptions po;
     po.granularity = aligns[uni(0, 2)];
     po.max_chunk_bytes = uni(0, 3) == 0 ? 0 : uni(3, 64) * po.granularity;
-    po.read_cost_bytes = uni(0, 1) ? kReadCostBytes : uni(0, 100);
+    po.read_cost_bytes = uni(0, 1) ? uni(0, 1) << 15 : uni(0, 100);
     std::vector<Segment> segs;
     PlacementStats stats;
     const uint64_t dst_at = uni(0, 8192);
