@@ -18,6 +18,9 @@
 #            direct), two interleaved rounds, on llama2-7b
 #   host7    `weightlift bench --device cpu --mode warm` on llama2-7b: the
 #            host loader against its warm references on this machine
+#   vllm7    bench/vllm_plugin.py on llama2-7b: the vLLM plugin's load path
+#            (without vLLM) against vLLM's default safetensors feed, warm
+#            (TP 1 and rank 1 of TP 4) and cold, with peak extra GPU memory
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
@@ -155,6 +158,21 @@ stage_host() {  # LAYOUT: host loads, warm, against the warm references
     "$OUT/host_$1.log" >> "$SUMMARY"
 }
 
+stage_vllm() {  # LAYOUT
+  local disk=/var/tmp/wl_$1 log=$OUT/vllm_$1.log
+  say "-- vLLM plugin load path $1 (bench/vllm_plugin.py)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  local run
+  for run in "--mode warm --runs 3" "--mode warm --runs 3 --tp-size 4 --tp-rank 1" \
+             "--mode cold --runs 2"; do
+    echo "\$ python3 bench/vllm_plugin.py $disk --device cuda:0 $run" >> "$log"
+    [ "${run#--mode cold}" != "$run" ] && { sync; echo 3 > /proc/sys/vm/drop_caches; }
+    timeout 200 python3 "$ROOT/bench/vllm_plugin.py" "$disk" --device cuda:0 \
+      $run >> "$log" 2>&1 || say "vllm_plugin.py $run failed (rc $?)"
+    say "$run: $(grep -E '^best|ceiling' "$log" | tail -3 | tr '\n' ' ')"
+  done
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -167,6 +185,7 @@ for s in "$@"; do
     cold7) stage_cold llama2-7b ;;
     coldpaths7) stage_coldpaths llama2-7b ;;
     host7) stage_host llama2-7b ;;
+    vllm7) stage_vllm llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done

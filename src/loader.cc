@@ -8,7 +8,8 @@ namespace weightlift {
 namespace {
 
 // Every report states the options its load ran with: stamped here, once,
-// whichever loader filled the rest of it.
+// whichever loader filled the rest of it. Forwards every Loader method (they
+// are pure virtual, so a new one that is not forwarded fails to compile).
 class OptionsStampingLoader final : public Loader {
  public:
   explicit OptionsStampingLoader(std::unique_ptr<Loader> inner)
@@ -18,6 +19,13 @@ class OptionsStampingLoader final : public Loader {
                             std::span<const std::string> names,
                             const LoadCallbacks& callbacks) override {
     StatusOr<LoadResult> r = inner_->Load(ckpt, names, callbacks);
+    if (r.ok()) r->report.options = inner_->options();
+    return r;
+  }
+  StatusOr<LoadResult> LoadSlices(const Checkpoint& ckpt,
+                                  std::span<const TensorRequest> requests,
+                                  const LoadCallbacks& callbacks) override {
+    StatusOr<LoadResult> r = inner_->LoadSlices(ckpt, requests, callbacks);
     if (r.ok()) r->report.options = inner_->options();
     return r;
   }
