@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,10 @@ struct LoadReport {
   uint64_t staging_bytes = 0;   // bounce / pinned memory held
   uint64_t device_bytes = 0;    // device memory allocated by the loader
   int threads = 0;              // worker threads this load used
-  LoadOptions options;          // the options in effect (as validated;
-                                // threads 0 = automatic, resolved above)
+  // The options in effect (as validated; threads 0 = automatic, resolved
+  // above), set for every loader made by Loader::Create; empty only for a
+  // loader built another way (internal tests).
+  std::optional<LoadOptions> options;
   std::vector<FileReport> files;
   std::vector<std::string> notes;  // fallbacks and warnings, one line each
 

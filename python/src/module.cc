@@ -152,7 +152,11 @@ nb::dict ReportDict(const LoadReport& r) {
   d["staging_bytes"] = r.staging_bytes;
   d["device_bytes"] = r.device_bytes;
   d["threads"] = r.threads;
-  d["options"] = OptionsDict(r.options);
+  if (r.options) {
+    d["options"] = OptionsDict(*r.options);
+  } else {
+    d["options"] = nb::none();
+  }
   d["gb_per_s"] = r.gb_per_s();
   nb::list files;
   for (const FileReport& f : r.files) {

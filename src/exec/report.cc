@@ -37,7 +37,7 @@ std::string LoadReport::ToString() const {
        std::to_string(threads) + " threads, staging " + Bytes(staging_bytes);
   if (device_bytes > 0) s += ", device memory " + Bytes(device_bytes);
   s += "\n";
-  s += "  options: " + options.ToString() + "\n";
+  if (options) s += "  options: " + options->ToString() + "\n";
   s += "  phases: open " + Fixed(open_seconds, 3) + " s, alloc " +
        Fixed(alloc_seconds, 3) + " s, transfer " + Fixed(transfer_seconds, 3) +
        " s\n";
@@ -64,25 +64,30 @@ std::string LoadReport::ToJson() const {
   j["device_bytes"] = device_bytes;
   j["threads"] = threads;
   // The options in effect, by their SetLoadOption names; sizes in bytes,
-  // 0 = automatic where the knob allows it.
-  j["options"] = {
-      {"device", options.device.ToString()},
-      {"backend", BackendName(options.backend)},
-      {"gds", GdsModeName(options.gds)},
-      {"host_register", HostRegisterModeName(options.host_register)},
-      {"threads", options.threads},
-      {"chunk", options.chunk_bytes},
-      {"cuda_chunk", options.cuda_chunk_bytes},
-      {"staging", options.staging_bytes},
-      {"queue_depth", options.queue_depth},
-      {"direct_min_bytes", options.direct_min_bytes},
-      {"copy_streams", options.copy_streams},
-      {"resident_threshold", options.resident_threshold},
-      {"zero_copy", options.zero_copy},
-      {"host_register_piece", options.host_register_piece_bytes},
-      {"host_buffer_cache", options.host_buffer_cache_bytes},
-      {"uring_register_min", options.uring_register_min_bytes},
-  };
+  // 0 = automatic where the knob allows it; null when not recorded.
+  if (options) {
+    const LoadOptions& o = *options;
+    j["options"] = {
+        {"device", o.device.ToString()},
+        {"backend", BackendName(o.backend)},
+        {"gds", GdsModeName(o.gds)},
+        {"host_register", HostRegisterModeName(o.host_register)},
+        {"threads", o.threads},
+        {"chunk", o.chunk_bytes},
+        {"cuda_chunk", o.cuda_chunk_bytes},
+        {"staging", o.staging_bytes},
+        {"queue_depth", o.queue_depth},
+        {"direct_min_bytes", o.direct_min_bytes},
+        {"copy_streams", o.copy_streams},
+        {"resident_threshold", o.resident_threshold},
+        {"zero_copy", o.zero_copy},
+        {"host_register_piece", o.host_register_piece_bytes},
+        {"host_buffer_cache", o.host_buffer_cache_bytes},
+        {"uring_register_min", o.uring_register_min_bytes},
+    };
+  } else {
+    j["options"] = nullptr;
+  }
   nlohmann::json fs = nlohmann::json::array();
   for (const FileReport& f : files) {
     fs.push_back({{"path", f.path},

@@ -23,5 +23,23 @@ TEST(LoadReportTest, StringAndJson) {
   EXPECT_NE(j.find("\\\"quoted\\\""), std::string::npos) << j;
 }
 
+TEST(LoadReportTest, StatesTheOptionsInEffectWhenRecorded) {
+  LoadReport r;
+  EXPECT_EQ(r.ToString().find("options:"), std::string::npos);
+  EXPECT_NE(r.ToJson().find("\"options\":null"), std::string::npos);
+  LoadOptions o;
+  o.backend = Backend::kDirect;
+  o.chunk_bytes = 1u << 20;
+  o.threads = 3;
+  r.options = o;
+  const std::string s = r.ToString();
+  EXPECT_NE(s.find("  options: backend direct, "), std::string::npos) << s;
+  EXPECT_NE(s.find("threads 3, chunk 1.00 MiB"), std::string::npos) << s;
+  const std::string j = r.ToJson();
+  EXPECT_NE(j.find("\"backend\":\"direct\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"chunk\":1048576"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"uring_register_min\":268435456"), std::string::npos) << j;
+}
+
 }  // namespace
 }  // namespace weightlift
