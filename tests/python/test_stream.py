@@ -208,6 +208,34 @@ def test_group_mode_ranks_split_the_reading(sharded, tmp_path, world):
     assert sum(r["bytes_read"] for r in results) == total
 
 
+@pytest.mark.parametrize("rank", [0, 1, 2])
+def test_parts_by_tp_plan_are_tensor_split_and_read_alone(sharded, rank):
+    """tp_plan: the planned tensors come as this rank's part (bit-exact
+    torch.tensor_split, uneven sizes too), the rest whole, in file order;
+    only the parts' bytes are read."""
+    root, paths = sharded
+    ref = _reference(paths)
+    plan = {"a.embed": "colwise", "b.big": "rowwise", "b.w": "colwise"}
+    stream = weightlift.stream_tensors(root, window=16 << 10, tp_rank=rank,
+                                       tp_size=3, tp_plan=plan)
+    got = list(stream)
+    assert [n for n, _ in got] == _file_order(paths)
+    for name, t in got:
+        want = ref[name]
+        if name in plan:
+            dim = 0 if plan[name] == "colwise" else -1
+            want = torch.tensor_split(want, 3, dim)[rank]
+        assert t.shape == want.shape, name
+        assert torch.equal(raw_bytes(t), raw_bytes(want)), name
+    assert stream.split_tensors == 3
+    full = sum(t.numel() * t.element_size() for t in ref.values())
+    assert stream.report.bytes == stream.bytes < full
+    assert stream.report.bytes_read < full
+    assert stream.peak_bytes <= stream.bound_bytes
+    with pytest.raises(TypeError, match="tp_rank"):
+        weightlift.stream_tensors(root, tp_plan=plan)
+
+
 def test_group_mode_refuses_numpy(sharded):
     root, _ = sharded
     with pytest.raises(ValueError, match="process_group"):

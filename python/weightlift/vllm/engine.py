@@ -18,7 +18,7 @@ from torch import nn
 import weightlift
 
 from .options import PluginOptions
-from .selection import split_by_stage
+from .selection import plan_slices, split_by_stage
 
 
 def _fmt_bytes(n: float) -> str:
@@ -51,6 +51,7 @@ class LoadSummary:
         self.seconds = seconds
         self.tp = tp
         self.pp = pp
+        self.sliced = 0  # tensors read as this rank's slice
 
     def lines(self):
         r = self.report
@@ -78,8 +79,9 @@ class LoadSummary:
         if self.tp[1] > 1 or self.pp[1] > 1:
             yield (f"weightlift:   tensor-parallel rank {self.tp[0]} of "
                    f"{self.tp[1]}, pipeline stage {self.pp[0]} of "
-                   f"{self.pp[1]}: {self.skipped_other_stages} tensors of "
-                   f"other stages not read")
+                   f"{self.pp[1]}: {self.sliced} tensors read as this rank's "
+                   f"slice, {self.skipped_other_stages} tensors of other "
+                   f"stages not read")
 
 
 
@@ -143,13 +145,25 @@ def load_model_weights(
     ckpt = weightlift._core.open_checkpoint(path)
     names, skipped = split_by_stage(model, [t[0] for t in ckpt.tensors()])
     group = tp_group if (opts.tp_mode == "group" and tp[1] > 1) else None
+    plan, marked = {}, []
+    if tp[1] > 1 and opts.tp_slices:
+        wanted = set(names)
+        plan, marked = plan_slices(
+            model, [r for r in ckpt.tensors() if r[0] in wanted], tp[0], tp[1])
+    tp_args = {}
+    if plan:
+        tp_args = {"tp_plan": plan}
+        if group is None:
+            tp_args.update(tp_rank=tp[0], tp_size=tp[1])
     stream = weightlift.stream_tensors(
         ckpt, device=device, names=names, window=opts.window,
-        process_group=group, **opts.load)
+        process_group=group, **tp_args, **opts.load)
     tracker = _PeakTracker(device) if device.type == "cuda" else None
     weights: Iterator = stream if tracker is None else tracker.wrap(stream)
     if opts.progress and tp[0] == 0:
         weights = _progress(weights, stream)
+    for p in marked:  # vLLM's weight loaders take these as this rank's shard
+        p.is_sharded_weight = True
     try:
         loaded = consume(weights)
         # A model's load_weights may stop early; the stream must still end
@@ -158,6 +172,8 @@ def load_model_weights(
             pass
     finally:
         stream.close()
+        for p in marked:
+            del p.is_sharded_weight
     summary = LoadSummary(
         path=path, device=str(device), report=stream.report,
         tensors=len(names), skipped_other_stages=len(skipped),
@@ -165,4 +181,5 @@ def load_model_weights(
         peak_measured=tracker.peak if tracker else None,
         bound_bytes=stream.bound_bytes, window_bytes=stream.window_bytes,
         seconds=time.perf_counter() - t0, tp=tp, pp=pp)
+    summary.sliced = len(marked)
     return loaded, summary

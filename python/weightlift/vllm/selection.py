@@ -1,4 +1,5 @@
-"""Which checkpoint tensors a vLLM model (this rank, this stage) needs.
+"""Which checkpoint tensors a vLLM model (this rank, this stage) needs,
+and which of them a tensor-parallel rank can read as its slice.
 
 Pipeline parallelism: vLLM builds every layer a stage does not hold as a
 ``PPMissingLayer`` (``make_layers``; embeddings on later stages, the head
@@ -16,7 +17,8 @@ that the model then skips.
 
 from __future__ import annotations
 
-from typing import Iterable, List, Set, Tuple
+import glob
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 
 def _is_placeholder(module) -> bool:
@@ -51,3 +53,59 @@ def split_by_stage(model, names: Iterable[str]) -> Tuple[List[str],
     for n in names:
         (skip.add(n) if on_other_stage(model, n) else keep.append(n))
     return keep, skip
+
+
+def plan_slices(model, rows: Sequence[tuple], tp_rank: int, tp_size: int
+                ) -> Tuple[Dict[str, str], List]:
+    """Checkpoint tensors this rank can read as its slice: those that map
+    one-to-one (same name) to a parameter of a plain ColumnParallelLinear
+    (split on ``output_dim`` 0) or RowParallelLinear (split on
+    ``input_dim``, the last dim) whose weight loader is that class's own,
+    split evenly over this TP group. Returns (tp_plan {escaped name:
+    "colwise" | "rowwise"}, the parameters to mark ``is_sharded_weight``,
+    vLLM's flag that makes those weight loaders take the tensor as this
+    rank's shard instead of narrowing it). Anything else (fused q/k/v and
+    gate/up, vocabulary-parallel embeddings with their padding, quantized
+    parameters, other weight loaders) is left to vLLM's own narrowing.
+    ({}, []) where vLLM's linear layers cannot be imported."""
+    import torch
+    try:
+        from vllm.model_executor.layers.linear import (
+            ColumnParallelLinear, MergedColumnParallelLinear,
+            QKVParallelLinear, RowParallelLinear)
+    except ImportError:
+        return {}, []
+    params = dict(model.named_parameters())
+    plan: Dict[str, str] = {}
+    marked = []
+    for name, _dt, shape, *_ in rows:
+        p = params.get(name)
+        if p is None or type(p) is not torch.nn.Parameter or \
+                getattr(p, "is_sharded_weight", False) or "." not in name:
+            continue
+        owner = model.get_submodule(name.rsplit(".", 1)[0])
+        func = getattr(getattr(p, "weight_loader", None), "__func__", None)
+        if isinstance(owner, (MergedColumnParallelLinear, QKVParallelLinear)):
+            continue
+        if isinstance(owner, ColumnParallelLinear) and \
+                func is ColumnParallelLinear.weight_loader:
+            dim, word = getattr(p, "output_dim", None), "colwise"
+            if dim != 0:
+                continue
+        elif isinstance(owner, RowParallelLinear) and \
+                func is RowParallelLinear.weight_loader:
+            dim, word = getattr(p, "input_dim", None), "rowwise"
+            if len(shape) < 2 or dim != len(shape) - 1:
+                continue
+        else:
+            continue
+        if getattr(owner, "tp_size", None) != tp_size or \
+                getattr(owner, "tp_rank", None) != tp_rank:
+            continue
+        want = list(shape)
+        want[dim] = shape[dim] // tp_size
+        if shape[dim] % tp_size or list(p.shape) != want:
+            continue
+        plan[glob.escape(name)] = word
+        marked.append(p)
+    return plan, marked
