@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterable, Iterator, Optional, Set, Tuple
+from typing import (Any, Callable, Dict, Iterable, Iterator, Optional, Set,
+                    Tuple)
 
 import torch
 from torch import nn
@@ -133,23 +134,31 @@ def load_model_weights(
                           Optional[Set[str]]],
         tp: Tuple[int, int] = (0, 1), pp: Tuple[int, int] = (0, 1),
         tp_group: Any = None,
+        slices: Optional[Tuple[Dict[str, str], Dict[str, Any]]] = None,
 ) -> Tuple[Optional[Set[str]], LoadSummary]:
     """Streams PATH's tensors (file order, those of this pipeline stage)
     onto MODEL's device into CONSUME (the model's ``load_weights``).
     TP_GROUP (a torch.distributed group of this stage's tensor-parallel
     ranks; gloo for cpu, NCCL for cuda): with tp_mode "group" the ranks
-    split the reading and deliver the rest to each other. Returns what
-    CONSUME returned and the LoadSummary."""
+    split the reading and deliver the rest to each other. SLICES: the
+    (tp_plan, {name: parameter}) of tensors read as this rank's slice and
+    copied straight into their parameter; by default selection.plan_slices
+    finds them in a vLLM model. Returns what CONSUME returned (plus the
+    copied names) and the LoadSummary."""
     t0 = time.perf_counter()
     device = model_device(model)
     ckpt = weightlift._core.open_checkpoint(path)
     names, skipped = split_by_stage(model, [t[0] for t in ckpt.tensors()])
     group = tp_group if (opts.tp_mode == "group" and tp[1] > 1) else None
-    plan, marked = {}, []
+    plan, direct = {}, {}
     if tp[1] > 1 and opts.tp_slices:
-        wanted = set(names)
-        plan, marked = plan_slices(
-            model, [r for r in ckpt.tensors() if r[0] in wanted], tp[0], tp[1])
+        if slices is not None:
+            plan, direct = slices
+        else:
+            wanted = set(names)
+            plan, direct = plan_slices(
+                model, [r for r in ckpt.tensors() if r[0] in wanted], tp[0],
+                tp[1])
     tp_args = {}
     if plan:
         tp_args = {"tp_plan": plan}
@@ -162,18 +171,19 @@ def load_model_weights(
     weights: Iterator = stream if tracker is None else tracker.wrap(stream)
     if opts.progress and tp[0] == 0:
         weights = _progress(weights, stream)
-    for p in marked:  # vLLM's weight loaders take these as this rank's shard
-        p.is_sharded_weight = True
+    copied: Set[str] = set()
+    if direct:
+        weights = _copy_slices(weights, direct, copied)
     try:
         loaded = consume(weights)
+        if loaded is not None:
+            loaded = set(loaded) | copied
         # A model's load_weights may stop early; the stream must still end
         # (its last load joined) before the summary.
         for _ in stream:
             pass
     finally:
         stream.close()
-        for p in marked:
-            del p.is_sharded_weight
     summary = LoadSummary(
         path=path, device=str(device), report=stream.report,
         tensors=len(names), skipped_other_stages=len(skipped),
@@ -181,5 +191,18 @@ def load_model_weights(
         peak_measured=tracker.peak if tracker else None,
         bound_bytes=stream.bound_bytes, window_bytes=stream.window_bytes,
         seconds=time.perf_counter() - t0, tp=tp, pp=pp)
-    summary.sliced = len(marked)
+    summary.sliced = len(copied)
     return loaded, summary
+
+
+def _copy_slices(weights, direct, copied: Set[str]) -> Iterator:
+    """Copies the slices of DIRECT's parameters (this rank's part, which is
+    what their vLLM weight loader would narrow the full tensor to) into
+    them; passes everything else on to the model's load_weights."""
+    for name, t in weights:
+        p = direct.get(name)
+        if p is None:
+            yield name, t
+            continue
+        p.data.copy_(t)
+        copied.add(name)
