@@ -86,6 +86,19 @@ def _build(auto_cls, config, dtype, trust_remote_code):
     return auto_cls.from_config(config, **kw)
 
 
+def _import_transformers():
+    """transformers, or an ImportError that names the extra to install."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise ImportError(
+            "weightlift.transformers needs the transformers package, which "
+            "is not installed: pip install 'weightlift[transformers]' (or "
+            f"pip install transformers); the import said: {e}",
+            name="transformers") from e
+    return transformers
+
+
 def from_pretrained(model_dir: Any, device: Any = "cuda:0",
                     dtype: Optional[Any] = None, *, auto_class=None,
                     strict: bool = True, progress: bool = False,
@@ -98,8 +111,8 @@ def from_pretrained(model_dir: Any, device: Any = "cuda:0",
     threads, ...) are passed to weightlift.load_into; the LoadReport is
     available as ``weightlift.last_report()`` and ``model.weightlift_report``.
     """
+    transformers = _import_transformers()
     import torch
-    import transformers
 
     model_dir = os.fspath(model_dir)
     dev = device_string(device)
