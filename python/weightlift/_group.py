@@ -132,16 +132,20 @@ def load_group(path: Any, device: str, req: _tp.TpRequest,
 
     t0 = time.perf_counter()
     g = _Group(req.group, req.timeout)
-    comm_device = device
+    # The agreement travels on the device the group's collectives use, so a
+    # rank whose device does not fit the group still joins it and fails.
+    comm_device = (device if device.startswith("cuda") and "nccl" in g.backend
+                   else "cpu")
     error: Optional[BaseException] = None
     fingerprint = ""
     ckpt = tensors = parts = info = None
     try:
-        if g.backend == "nccl" and not device.startswith("cuda"):
+        # "nccl", "gloo", or torch 2's default "cpu:gloo,cuda:nccl".
+        if "gloo" not in g.backend and not device.startswith("cuda"):
             raise InvalidArgumentError(
                 f"process_group: an NCCL group delivers cuda tensors, not "
                 f"{device} (use a gloo group for cpu)", code="InvalidArgument")
-        if g.backend == "gloo" and device != "cpu":
+        if "nccl" not in g.backend and device != "cpu":
             raise InvalidArgumentError(
                 f"process_group: a gloo group delivers cpu tensors, not "
                 f"{device} (use an NCCL group for cuda)",
@@ -167,8 +171,8 @@ def load_group(path: Any, device: str, req: _tp.TpRequest,
             _tp._raise(fingerprint["error"])
     except (_errors.WeightliftError, ValueError, TypeError, OSError) as e:
         error = e
-    if g.backend == "nccl" and device.startswith("cuda"):
-        with torch.cuda.device(device):
+    if comm_device.startswith("cuda"):
+        with torch.cuda.device(comm_device):
             _agree(g, comm_device, error is None, fingerprint, error)
     else:
         _agree(g, comm_device, error is None, fingerprint, error)
@@ -245,8 +249,56 @@ class _Runner:
         return torch.empty(size, dtype=torch.uint8, device=self.device)
 
     def _start(self, loader, b: int):
-        """Allocates batch B's buffers, reads this rank's parts, and starts
-        the C++ job for the whole tensors it owns. Returns (job, indices)."""
+        if _tp.has_slice_loads():
+            return self._start_slices(loader, b)
+        return self._start_reads(loader, b)
+
+    def _shard_of(self, i: int) -> _tp.Shard:
+        """Tensor I as a (replicated) Shard, for slice requests."""
+        t = self.tensors[i]
+        return _tp.Shard(t[0], t[1], tuple(t[2]), t[3], t[4], -1, 0, 0,
+                         tuple(t[2]), t[5], 1, t[5], t[5], 0, "replicate")
+
+    def _start_slices(self, loader, b: int):
+        """One LoadSlices job for batch B: the whole tensors this rank owns,
+        its dim-0 rows of the all-gathered ones, its own parts of the split
+        ones. Receive buffers are allocated here. Returns the job and what
+        each request is for."""
+        reqs, what = [], []
+        for i in self.by_batch[b]:
+            delivery, root, part_rows, part_bytes, _ = self.steps[i]
+            size = self.tensors[i][5]
+            if delivery == "local":
+                s = self.parts[i]
+                if s.bytes == 0:
+                    self.bufs[i] = self._empty(0)
+                    continue
+                reqs.append(_tp.slice_request(s))
+                what.append((i, "local"))
+            elif size == 0:
+                self.bufs[i] = self._empty(0)
+            elif delivery == "broadcast":
+                if root == self.g.rank:
+                    reqs.append((self.tensors[i][0], []))
+                    what.append((i, "owned"))
+                else:
+                    self.bufs[i] = self._empty(size)
+            else:
+                self.bufs[i] = self._empty(size)
+                r = self.g.rank
+                reqs.append(_tp.slice_request(self._shard_of(i), 0,
+                                              r * part_rows,
+                                              (r + 1) * part_rows))
+                what.append((i, "part"))
+        if not reqs:
+            return None
+        job = loader.start_load_slices(self.ckpt, reqs)
+        return job, what, sum(self.tensors[i][5] for i, _ in what)
+
+    def _start_reads(self, loader, b: int):
+        """Without LoadSlices: allocates batch B's buffers, reads this
+        rank's parts with positioned reads, and starts the C++ job for the
+        whole tensors it owns. Returns (job, indices)."""
         import torch
 
         owned: List[int] = []
@@ -295,6 +347,18 @@ class _Runner:
         job, owned, total = pending
         self.reports.append(_core.wait(job, False, total))
         items = job.take_tensors(False)
+        if owned and isinstance(owned[0], tuple):  # a LoadSlices job
+            g = self.g
+            for (i, kind), (_, _, _, data) in zip(owned, items):
+                got = torch.utils.dlpack.from_dlpack(data)
+                if kind == "part":
+                    part = self.steps[i][3]
+                    self.bufs[i].narrow(0, g.rank * part, part).copy_(got)
+                else:
+                    self.bufs[i] = got
+            if self.device.startswith("cuda"):
+                torch.cuda.synchronize(self.device)
+            return
         by_name = {name: data for name, _, _, data in items}
         for i in owned:
             data = by_name[self.tensors[i][0]]
@@ -317,7 +381,7 @@ class _Runner:
                                  f"bytes from rank {root})"))
             else:
                 mine = buf.narrow(0, g.rank * part_bytes, part_bytes)
-                if g.backend == "nccl":
+                if self.device.startswith("cuda"):
                     w = dist.all_gather_into_tensor(buf, mine, group=g.group,
                                                     async_op=True)
                 else:

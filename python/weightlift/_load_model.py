@@ -128,6 +128,8 @@ def _size_mismatches(model, state, rows) -> List[str]:
 
 def load_model(model, filename: Any, *, strict: bool = True,
                device: Any = "cpu", **options):
+    options = dict(options, device=device_string(device))
+    _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     rows = ckpt.tensors()
     file_names = [r[0] for r in rows]
@@ -151,8 +153,7 @@ def load_model(model, filename: Any, *, strict: bool = True,
             raise _strict_error(model, missing, extra)
 
     _dtypes.check_framework_types(rows, numpy=False)
-    items, dev, _ = _core.load_raw(ckpt, device=device_string(device),
-                                   **options)
+    items, dev, _ = _core.load_raw(ckpt, **options)
     loaded = {n: _dtypes.to_torch(dt, shape, data, dev, n)
               for n, dt, shape, data in items}
     missing_keys, unexpected = model.load_state_dict(loaded, strict=False)

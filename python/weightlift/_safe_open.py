@@ -24,7 +24,7 @@ import collections
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _slice_index
+from . import _core, _dtypes, _native, _slice_index
 from ._errors import (InvalidArgumentError, TensorNotFoundError,
                       WeightliftIOError)
 from ._options import device_string
@@ -97,11 +97,9 @@ class safe_open:  # noqa: N801 - safetensors' name
                 f"Device {dev} is not supported for framework numpy "
                 f"(numpy arrays live in host memory)", code="InvalidArgument")
         options = dict(options, device=dev)
-        # Checks every option first (an invalid backend or device raises
-        # here, before the file is looked at, as in safetensors); the
-        # loader goes back to the pool for this handle's loads.
-        with _core.pooled_loader(options):
-            pass
+        # Every option first (an invalid backend or device raises here,
+        # before the file is looked at, as in safetensors).
+        _core.check_options(options)
         ckpt = _core.open_checkpoint(filename)
         self._source: Optional[_Source] = _Source(ckpt, fw, options)
         files = ckpt.files()
@@ -256,9 +254,16 @@ class SafeSlice:
         return part.clone() if hasattr(part, "clone") else part.copy()
 
     def _read(self, sel: "_slice_index.Selection"):
-        """The selected part: the rows of dimension 0 it touches, read into
-        a fresh host buffer, indexed, copied to a buffer of its own when it
-        is not the whole read, then moved to the device."""
+        """The selected part, in memory of its own on the handle's device:
+        through the loader where the native module reads slices
+        (Loader::LoadSlices: only the selected bytes, with the loader's
+        staging, O_DIRECT and report, straight onto the device); otherwise
+        the rows of dimension 0 it touches, read into a fresh host buffer,
+        indexed, copied to a buffer of its own when it is not the whole
+        read, then moved to the device."""
+        if _loader_reads_slices() and all(
+                _slice_index.count(*r) for r in sel.ranges):
+            return self._read_through_loader(sel)
         src, info = self._source, self._info
         if src.numpy:
             import numpy as np
@@ -271,8 +276,7 @@ class SafeSlice:
             # A cuda handle without a usable device fails as get_tensor
             # fails (the loader's check), not with torch's own error.
             if src.device != "cpu":
-                with _core.pooled_loader(src.options):
-                    pass
+                _core.check_options(src.options)
             new_buffer = lambda n: torch.empty(n, dtype=torch.uint8)  # noqa
             view, as_bytes = _dtypes.view_torch, (lambda b: b.numpy())
         bits = _dtypes.BITS[info.dtype]
@@ -295,6 +299,29 @@ class SafeSlice:
         if not src.numpy and src.device != "cpu":
             part = part.to(src.device)
         return part
+
+
+    def _read_through_loader(self, sel: "_slice_index.Selection"):
+        src, info = self._source, self._info
+        shape = _slice_index.result_shape(sel)
+        layout = _dtypes.numpy_layout if src.numpy else _dtypes.torch_layout
+        layout(info.dtype, info.shape, info.name)  # before any read
+        with _core.pooled_loader(src.options) as loader:
+            # [] asks for the whole tensor (a 0-d one here).
+            job = loader.start_load_slices(src.ckpt,
+                                           [(info.name, list(sel.ranges))])
+            _core.wait(job, False, _dtypes.nbytes(info.dtype, shape))
+            ((_, dt, _, data),) = job.take_tensors(src.numpy)
+        # The loader keeps every dimension (an int index is one element
+        # wide); SHAPE drops the int-indexed ones.
+        if src.numpy:
+            return _dtypes.to_numpy(dt, shape, data, info.name)
+        return _dtypes.to_torch(dt, shape, data, src.device, info.name)
+
+
+def _loader_reads_slices() -> bool:
+    """The native loader reads slices itself (Loader::LoadSlices)."""
+    return hasattr(_native.Loader, "start_load_slices")
 
 
 def _numel(shape) -> int:

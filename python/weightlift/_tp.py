@@ -319,6 +319,28 @@ def read_part_into(ckpt, shard: Shard, buf) -> int:
 
 # ---- slice mode --------------------------------------------------------------
 
+def has_slice_loads() -> bool:
+    """The native loader reads slices itself (Loader::LoadSlices)."""
+    return hasattr(_native.Loader, "start_load_slices")
+
+
+def slice_request(s: Shard, dim: int = -1, start: int = 0, stop: int = 0):
+    """(name, [(start, stop, step)] per dim) for LoadSlices: SHARD's part,
+    or (DIM >= 0) rows [START, STOP) of dim DIM; [] is the whole tensor."""
+    if dim < 0 and not s.split:
+        return (s.name, [])
+    dims = [(0, d, 1) for d in s.full_shape]
+    if dim >= 0:
+        dims[dim] = (start, stop, 1)
+    else:
+        dims[s.dim] = (s.start, s.stop, 1)
+    return (s.name, dims)
+
+
+def slice_requests(parts: List[Shard]) -> list:
+    return [slice_request(s) for s in parts]
+
+
 def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
                 progress: bool = False):
     """Slice mode: [(name, tensor)] in checkpoint order and the report.
@@ -330,6 +352,20 @@ def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
     ckpt = _core.open_checkpoint(path)
     tensors = ckpt.tensors()
     parts, info = shards(tensors, req.rank, req.size, req.plan)
+    notes = tp_notes(req, info, req.rank, req.size)
+    if has_slice_loads():
+        with _core.pooled_loader(dict(options, device=device)) as loader:
+            job = loader.start_load_slices(ckpt, slice_requests(parts))
+            total = sum(s.bytes for s in parts)
+            report = _core.wait(job, progress, total)
+            items = job.take_tensors(False)
+        out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
+               for name, dt, shape, data in items]
+        t1 = time.perf_counter()
+        report = make_report(device, [report], len(parts), total, 0, t1 - t0,
+                             0.0, notes)
+        _core.set_last_report(report)
+        return out, report
     whole = [s.name for s in parts if not s.split]
     loaded: Dict[str, Any] = {}
     reports: List[LoadReport] = []

@@ -191,6 +191,20 @@ def test_missing_file(tmp_path):
     assert isinstance(ours[0], FileNotFoundError)
 
 
+@pytest.mark.parametrize("kw", [{"device": "foo"}, {"backend": "foo"}],
+                         ids=repr)
+def test_invalid_arguments(tmp_path, kw):
+    path = str(tmp_path / "m.safetensors")
+    safetensors.torch.save_model(torch.nn.Linear(3, 2), path)
+    for p in (path, str(tmp_path / "nope")):
+        ours, theirs = _run_both(lambda: torch.nn.Linear(3, 2), p, **kw)
+        # The argument is checked before the file, by both; the words are
+        # weightlift's (they name the accepted values).
+        assert isinstance(theirs[0], safetensors.SafetensorError)
+        assert isinstance(ours[0], safetensors.SafetensorError)
+        assert "foo" in str(ours[0])
+
+
 def test_load_model_reports(tmp_path):
     path = str(tmp_path / "m.safetensors")
     safetensors.torch.save_model(torch.nn.Linear(3, 2), path)

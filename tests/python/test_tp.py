@@ -263,6 +263,9 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "tp_rank=5" in r1["bad_rank"]["error"]
     assert "rank 1 could not start the load" in r0["bad_rank"]["error"]
     assert "tp_rank=5" in r0["bad_rank"]["error"]
+    assert "a gloo group delivers cpu tensors, not cuda:0" in \
+        r1["wrong_device"]["error"]
+    assert "rank 1 could not start the load" in r0["wrong_device"]["error"]
     t = r0["timeout"]
     assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
     assert "did not complete within 2 s" in t["error"]
@@ -303,3 +306,25 @@ def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
                            "--tp-rank", "2"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "got tp_rank 2 with tp_size 2" in proc.stderr
+
+
+def test_auto_plan_from_config_json(ckpt, tmp_path):
+    """tp_plan="auto" with transformers installed (the GPU machine has it;
+    this development machine's torch 1.13 has no transformers, like
+    test_transformers.py)."""
+    transformers = pytest.importorskip("transformers")
+    import shutil
+    d = tmp_path / "model"
+    shutil.copytree(ckpt, d)
+    (d / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": HIDDEN, "intermediate_size": INTER,
+        "num_attention_heads": 4, "num_key_value_heads": 2,
+        "num_hidden_layers": LAYERS, "vocab_size": VOCAB}))
+    got = weightlift.load_checkpoint(str(d), tp_rank=1, tp_size=2,
+                                     tp_plan="auto")
+    full = _full(ckpt)
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert torch.equal(got[q], torch.tensor_split(full[q], 2, 0)[1])
+    assert any(f"transformers {transformers.__version__}" in n
+               for n in got.report.notes), got.report.notes

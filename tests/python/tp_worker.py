@@ -73,6 +73,10 @@ def run_failures(result):
     kw = {"tp_rank": 5} if RANK == 1 else {}
     result["bad_rank"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, tp_plan=LLAMA_PLAN, process_group=pg, group_timeout=20, **kw))
+    # A gloo group cannot deliver cuda tensors: said before anything moves.
+    dev = "cuda:0" if RANK == 1 else "cpu"
+    result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, device=dev, process_group=pg, group_timeout=20))
     # Rank 1 never joins the load: rank 0 must fail, not hang. Last: it
     # leaves rank 0's collective pending.
     if RANK == 1:
