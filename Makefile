@@ -25,7 +25,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
 
 .PHONY: all deps deps-apt deps-python deps-carry build python-path demo \
   test test-cpp test-python skip-report fuzz format-check format bench \
-  microbench clean
+  microbench clean test-vllm
 
 all: build
 
@@ -101,6 +101,24 @@ skip-report:
 
 fuzz:
 	CC=clang CXX=clang++ fuzz/run.sh $(FUZZ_SECONDS)
+
+# The vLLM plugin against the real vLLM (docs/vllm.md): a venv of its own
+# (python/requirements-vllm.txt, about 10 GB, made once under the user's
+# cache dir), weightlift installed into it by pip with its build tree kept
+# in this checkout ($(BUILD)-vllm-wheel, incremental). The lock serializes
+# checkouts that share the venv.
+VLLM_VENV ?= $(HOME)/.cache/weightlift/vllm-venv
+
+$(VLLM_VENV)/.stamp: python/requirements-vllm.txt
+	/usr/bin/python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q -r python/requirements-vllm.txt
+	touch $@
+
+test-vllm: deps-apt $(VLLM_VENV)/.stamp
+	flock $(VLLM_VENV).lock sh -c '$(VLLM_VENV)/bin/pip install -q \
+	  --no-build-isolation --no-deps -C build-dir=$(CURDIR)/$(BUILD)-vllm-wheel . \
+	  && $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm'
 
 bench: build
 	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \

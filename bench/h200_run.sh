@@ -26,6 +26,9 @@
 #   ttft7    bench/e2e_ttft.py on llama2-7b: time to the first token in a
 #            fresh process, split into imports, model build, weights and
 #            first token, transformers' from_pretrained against weightlift's
+#   vllm7    bench/vllm_plugin.py on llama2-7b: the vLLM plugin's load path
+#            (without vLLM) against vLLM's default safetensors feed, warm
+#            (TP 1 and rank 1 of TP 4) and cold, with peak extra GPU memory
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
@@ -183,6 +186,21 @@ stage_ttft() {  # LAYOUT: time to the first token, split
   say "ttft exit $?"; grep -E "^\| " "$OUT/ttft_$1.md" >> "$SUMMARY"
 }
 
+stage_vllm() {  # LAYOUT
+  local disk=/var/tmp/wl_$1 log=$OUT/vllm_$1.log
+  say "-- vLLM plugin load path $1 (bench/vllm_plugin.py)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  local run
+  for run in "--mode warm --runs 3" "--mode warm --runs 3 --tp-size 4 --tp-rank 1" \
+             "--mode cold --runs 2"; do
+    echo "\$ python3 bench/vllm_plugin.py $disk --device cuda:0 $run" >> "$log"
+    [ "${run#--mode cold}" != "$run" ] && { sync; echo 3 > /proc/sys/vm/drop_caches; }
+    timeout 200 python3 "$ROOT/bench/vllm_plugin.py" "$disk" --device cuda:0 \
+      $run >> "$log" 2>&1 || say "vllm_plugin.py $run failed (rc $?)"
+    say "$run: $(grep -E '^best|ceiling' "$log" | tail -3 | tr '\n' ' ')"
+  done
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -197,6 +215,7 @@ for s in "$@"; do
     host7) stage_host llama2-7b ;;
     first7) stage_first llama2-7b ;;
     ttft7) stage_ttft llama2-7b ;;
+    vllm7) stage_vllm llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done

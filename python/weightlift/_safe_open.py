@@ -52,31 +52,43 @@ def _framework(framework: Any) -> str:
 
 
 class _Source:
-    """What reading a tensor needs: the open checkpoint, the framework and
-    the load options. Shared by a handle and its slices; a slice keeps it
-    alive after the handle is closed."""
+    """What reading a tensor needs: the open checkpoint (and its tensor
+    rows, listed once), the framework and the load options. Shared by a
+    handle and its slices; a slice keeps it alive after the handle is
+    closed."""
 
-    def __init__(self, ckpt, framework: str, options: Dict[str, Any]):
+    def __init__(self, ckpt, framework: str, options: Dict[str, Any],
+                 rows: List[tuple]):
         self.ckpt = ckpt
         self.numpy = framework == "np"
         self.options = options
         self.device = options["device"]
         self.resolved = {f["path"]: f["resolved_path"] for f in ckpt.files()}
+        self.rows = {r[0]: r for r in rows}
 
-    def load(self, names: Optional[List[str]]):
-        """[(name, tensor)] of NAMES (every tensor when None), in file
-        order, through a pooled loader."""
-        rows = self.ckpt.tensors()
-        if names is not None:
-            wanted = set(names)
-            rows = [r for r in rows if r[0] in wanted]
-        _dtypes.check_framework_types(rows, self.numpy)
-        items, dev, _ = _core.load_raw(self.ckpt, names, numpy=self.numpy,
-                                       **self.options)
+    def _convert(self, name, dt, shape, data, device):
         if self.numpy:
-            return [(n, _dtypes.to_numpy(dt, shape, data, n))
-                    for n, dt, shape, data in items]
-        return [(n, _dtypes.to_torch(dt, shape, data, dev, n))
+            return _dtypes.to_numpy(dt, shape, data, name)
+        return _dtypes.to_torch(dt, shape, data, device, name)
+
+    def load_one(self, name: str):
+        """Tensor NAME, loaded through a pooled loader."""
+        _, dt, shape, _, _, size = self.rows[name]
+        _dtypes.check_framework_types([self.rows[name]], self.numpy)
+        if size == 0:  # nothing to read
+            return self._convert(name, dt, shape, None, self.device)
+        with _core.pooled_loader(self.options) as loader:
+            job = loader.start_load(self.ckpt, [name])
+            _core.wait(job, False, size)
+            ((_, dt, shape, data),) = job.take_tensors(self.numpy)
+        return self._convert(name, dt, shape, data, self.device)
+
+    def load_all(self):
+        """[(name, tensor)] of every tensor in file order, in one load."""
+        _dtypes.check_framework_types(self.rows.values(), self.numpy)
+        items, dev, _ = _core.load_raw(self.ckpt, None, numpy=self.numpy,
+                                       **self.options)
+        return [(n, self._convert(n, dt, shape, data, dev))
                 for n, dt, shape, data in items]
 
 
@@ -101,14 +113,15 @@ class safe_open:  # noqa: N801 - safetensors' name
         # before the file is looked at, as in safetensors).
         _core.check_options(options)
         ckpt = _core.open_checkpoint(filename)
-        self._source: Optional[_Source] = _Source(ckpt, fw, options)
+        rows = ckpt.tensors()
+        self._source: Optional[_Source] = _Source(ckpt, fw, options, rows)
         files = ckpt.files()
         self._paths = [f["path"] for f in files]
         # safetensors: None when the key is absent, {} when it is empty.
         self._meta = (files[0]["metadata"]
                       if files and files[0]["has_metadata"] else None)
         self._info: Dict[str, TensorInfo] = {}
-        for name, dt, shape, file, offset, size in ckpt.tensors():
+        for name, dt, shape, file, offset, size in rows:
             self._info[name] = TensorInfo(name, dt, list(shape),
                                           self._paths[file], offset, size)
 
@@ -158,13 +171,12 @@ class safe_open:  # noqa: N801 - safetensors' name
     # -- data --------------------------------------------------------------
     def get_tensor(self, name: str):
         info = self.tensor_info(name)
-        ((_, tensor),) = self._open_source().load([info.name])
-        return tensor
+        return self._open_source().load_one(info.name)
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, in one load, keyed in file order (as safetensors'
         offset_keys())."""
-        return dict(self._open_source().load(None))
+        return dict(self._open_source().load_all())
 
     def get_slice(self, name: str) -> "SafeSlice":
         info = self.tensor_info(name)
@@ -249,7 +261,7 @@ class SafeSlice:
         # or a sub-byte dtype (rows need not be whole bytes): index the
         # whole tensor with torch, loaded once.
         if self._full is None:
-            ((_, self._full),) = src.load([info.name])
+            self._full = src.load_one(info.name)
         part = self._full[index]
         return part.clone() if hasattr(part, "clone") else part.copy()
 

@@ -108,6 +108,8 @@ def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
         assert note, got.report.notes
         overhead = got.report.bytes_read - share
         assert 0 <= overhead <= 4096 * 4, (got.report.bytes_read, share)
+        assert any(f"for {share} delivered ({overhead:+d} bytes" in x
+                   for x in got.report.notes), got.report.notes
 
 
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
