@@ -10,10 +10,11 @@ options (framework=, device=, backend=, ...: a SafetensorError where
 safetensors raises one). ``get_tensor`` loads one tensor through the C++
 loader onto DEVICE, ``get_tensors`` all of them in one load; results are
 zero-copy views that outlive the handle. ``get_slice(name)[index]`` follows
-safetensors' indexing rules (see weightlift._slice_index) and reads only the
-rows of the first dimension the index touches: into host memory, then (for
-a cuda handle) one copy of just the selected part to the device, as a
-tensor-parallel rank that needs its shard of a weight wants. The result owns
+safetensors' indexing rules (see weightlift._slice_index) and is loaded as a
+slice request (_slices.py): only the selected bytes are read (or a covering
+range placed with strided copies where that moves fewer), with the loader's
+staging, O_DIRECT and report, straight onto the device, as a tensor-parallel
+rank that needs its shard of a weight wants. The result owns
 exactly its own bytes. A slice keeps what it needs to read, so (as in
 safetensors) it still works after its handle is closed.
 """
@@ -21,12 +22,10 @@ safetensors) it still works after its handle is closed.
 from __future__ import annotations
 
 import collections
-import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _native, _slice_index
-from ._errors import (InvalidArgumentError, TensorNotFoundError,
-                      WeightliftIOError)
+from . import _core, _dtypes, _slice_index, _slices
+from ._errors import InvalidArgumentError, TensorNotFoundError
 from ._options import device_string
 
 TensorInfo = collections.namedtuple(
@@ -63,7 +62,6 @@ class _Source:
         self.numpy = framework == "np"
         self.options = options
         self.device = options["device"]
-        self.resolved = {f["path"]: f["resolved_path"] for f in ckpt.files()}
         self.rows = {r[0]: r for r in rows}
 
     def _convert(self, name, dt, shape, data, device):
@@ -194,42 +192,6 @@ class safe_open:  # noqa: N801 - safetensors' name
         return f"<weightlift.safe_open {self._paths[:1]} {state}>"
 
 
-# Largest single read, far below the 2 GiB a Linux read returns at most.
-_MAX_READ = 1 << 30
-
-
-def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
-    """Fills OUT with the bytes of PATH at OFFSET; loops over short reads
-    (os.preadv retries EINTR itself) in pieces of at most _MAX_READ."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as e:
-        raise WeightliftIOError(
-            f"{path}: tensor '{name}': open failed: "
-            f"{os.strerror(e.errno)} ({e.errno})", code="IoError") from None
-    try:
-        done, total = 0, len(out)
-        while done < total:
-            piece = out[done:done + _MAX_READ]
-            try:
-                got = os.preadv(fd, [piece], offset + done)
-            except OSError as e:
-                raise WeightliftIOError(
-                    f"{path}: tensor '{name}': read of {len(piece)} bytes at "
-                    f"offset {offset + done} failed: "
-                    f"{os.strerror(e.errno)} ({e.errno})",
-                    code="IoError") from None
-            if got == 0:
-                raise WeightliftIOError(
-                    f"{path}: tensor '{name}': unexpected end of file at "
-                    f"offset {offset + done} ({total - done} of {total} bytes "
-                    f"at offset {offset} missing; the file shrank after it "
-                    f"was opened)", code="IoError")
-            done += got
-    finally:
-        os.close(fd)
-
-
 class SafeSlice:
     """``get_slice(name)``: shape and dtype without loading; ``[index]``
     reads just the part the index selects (see the module docstring)."""
@@ -266,91 +228,17 @@ class SafeSlice:
         return part.clone() if hasattr(part, "clone") else part.copy()
 
     def _read(self, sel: "_slice_index.Selection"):
-        """The selected part, in memory of its own on the handle's device:
-        through the loader where the native module reads slices
-        (Loader::LoadSlices: only the selected bytes, with the loader's
-        staging, O_DIRECT and report, straight onto the device); otherwise
-        the rows of dimension 0 it touches, read into a fresh host buffer,
-        indexed, copied to a buffer of its own when it is not the whole
-        read, then moved to the device."""
-        if _loader_reads_slices() and all(
-                _slice_index.count(*r) for r in sel.ranges):
-            return self._read_through_loader(sel)
+        """The selected part, read by the loader as a slice request (only
+        the selected bytes, or a covering range placed with strided copies
+        where that moves fewer; staging, O_DIRECT and the report as for any
+        load) straight onto the handle's device (see _slices.py)."""
         src, info = self._source, self._info
         if src.numpy:
-            import numpy as np
             _dtypes.numpy_layout(info.dtype, info.shape, info.name)
-            new_buffer = lambda n: np.empty(n, dtype=np.uint8)  # noqa: E731
-            view, as_bytes = _dtypes.view_numpy, (lambda b: b)
         else:
-            import torch
             _dtypes.torch_layout(info.dtype, info.shape, info.name)
-            # A cuda handle without a usable device fails as get_tensor
-            # fails (the loader's check), not with torch's own error.
-            if src.device != "cpu":
-                _core.check_options(src.options)
-            new_buffer = lambda n: torch.empty(n, dtype=torch.uint8)  # noqa
-            view, as_bytes = _dtypes.view_torch, (lambda b: b.numpy())
-        bits = _dtypes.BITS[info.dtype]
-        first, length = _slice_index.byte_span(sel, info.shape, bits)
-        out_shape = _slice_index.result_shape(sel)
-        if length == 0:
-            part = view(None, info.dtype, out_shape)
-        else:
-            buf = new_buffer(length)
-            _pread_exact(src.resolved[info.file], info.offset + first,
-                         memoryview(as_bytes(buf)).cast("B"), info.name)
-            rows = list(info.shape)
-            if rows:
-                rows[0] = length * 8 // bits // max(1, _numel(rows[1:]))
-            block = view(buf, info.dtype, rows)
-            part = block[_block_index(sel)]
-            if _numel(out_shape) != _numel(rows):
-                part = (part.copy() if src.numpy else
-                        part.clone(memory_format=torch.contiguous_format))
-        if not src.numpy and src.device != "cpu":
-            part = part.to(src.device)
-        return part
-
-
-    def _read_through_loader(self, sel: "_slice_index.Selection"):
-        src, info = self._source, self._info
-        shape = _slice_index.result_shape(sel)
-        layout = _dtypes.numpy_layout if src.numpy else _dtypes.torch_layout
-        layout(info.dtype, info.shape, info.name)  # before any read
         with _core.pooled_loader(src.options) as loader:
-            # [] asks for the whole tensor (a 0-d one here).
-            job = loader.start_load_slices(src.ckpt,
-                                           [(info.name, list(sel.ranges))])
-            _core.wait(job, False, _dtypes.nbytes(info.dtype, shape))
-            ((_, dt, _, data),) = job.take_tensors(src.numpy)
-        # The loader keeps every dimension (an int index is one element
-        # wide); SHAPE drops the int-indexed ones.
-        if src.numpy:
-            return _dtypes.to_numpy(dt, shape, data, info.name)
-        return _dtypes.to_torch(dt, shape, data, src.device, info.name)
-
-
-def _loader_reads_slices() -> bool:
-    """The native loader reads slices itself (Loader::LoadSlices)."""
-    return hasattr(_native.Loader, "start_load_slices")
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _block_index(sel: "_slice_index.Selection") -> tuple:
-    """SEL as an index of the block read for it (its rows of dimension 0
-    start at the block's row 0). A trailing Ellipsis keeps numpy from
-    turning an all-int index into a scalar: the result is a 0-d array, as
-    safetensors returns."""
-    idx = []
-    for d, (start, stop, step) in enumerate(sel.ranges):
-        if d == 0:
-            start, stop = 0, stop - start
-        idx.append(start if d in sel.squeeze else slice(start, stop, step))
-    return tuple(idx) + (Ellipsis,)
+            (part,) = _slices.load_slices(
+                loader, src.ckpt, [(info.name, sel.ranges, sel.squeeze)],
+                "np" if src.numpy else "pt", src.device)
+        return part
