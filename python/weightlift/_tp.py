@@ -263,66 +263,7 @@ def tp_notes(req: TpRequest, info: dict, rank: int, size: int) -> List[str]:
     return notes + req.notes
 
 
-# ---- reading parts ---------------------------------------------------------
-
-def read_runs(path: str, shard: Shard, out: memoryview) -> int:
-    """Reads SHARD's runs (its bytes, in order) from PATH into OUT; returns
-    the bytes read. Each run is one positioned read (looped for short reads
-    and EINTR); a file that ends early is an error naming tensor, offset and
-    length."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        pos = 0
-        base = shard.offset + shard.first_byte
-        for i in range(shard.runs):
-            at = base + i * shard.run_stride
-            view = out[pos:pos + shard.run_bytes]
-            done = 0
-            while done < shard.run_bytes:
-                try:
-                    got = os.preadv(fd, [view[done:]], at + done)
-                except OSError as e:
-                    raise _errors.WeightliftIOError(
-                        f"{path}: tensor '{shard.name}': read of "
-                        f"{shard.run_bytes - done} bytes at offset "
-                        f"{at + done} failed: {os.strerror(e.errno)} "
-                        f"({e.errno})", code="IoError") from None
-                if got == 0:
-                    raise _errors.WeightliftIOError(
-                        f"{path}: tensor '{shard.name}': unexpected end of "
-                        f"file at offset {at + done} ({shard.run_bytes - done}"
-                        f" bytes of the part missing)", code="IoError")
-                done += got
-            pos += shard.run_bytes
-        return pos
-    finally:
-        os.close(fd)
-
-
-def read_part_into(ckpt, shard: Shard, buf) -> int:
-    """Fills BUF (a 1-D uint8 torch tensor of shard.bytes, any device) with
-    SHARD's bytes; returns bytes read. CUDA buffers are filled from a host
-    copy."""
-    import torch
-
-    if shard.bytes == 0:
-        return 0
-    path = ckpt.files()[shard.file]["resolved_path"] or \
-        ckpt.files()[shard.file]["path"]
-    host = buf if buf.device.type == "cpu" else torch.empty(
-        shard.bytes, dtype=torch.uint8, pin_memory=True)
-    n = read_runs(path, shard, memoryview(host.numpy()).cast("B"))
-    if host is not buf:
-        buf.copy_(host, non_blocking=False)
-    return n
-
-
 # ---- slice mode --------------------------------------------------------------
-
-def has_slice_loads() -> bool:
-    """The native loader reads slices itself (Loader::LoadSlices)."""
-    return hasattr(_native.Loader, "start_load_slices")
-
 
 def slice_request(s: Shard, dim: int = -1, start: int = 0, stop: int = 0):
     """(name, [(start, stop, step)] per dim) for LoadSlices: SHARD's part,
@@ -343,64 +284,33 @@ def slice_requests(parts: List[Shard]) -> list:
 
 def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
                 progress: bool = False):
-    """Slice mode: [(name, tensor)] in checkpoint order and the report.
-    Replicated tensors go through the C++ loader; split tensors' parts are
-    read run by run into memory on DEVICE."""
-    import torch
-
+    """Slice mode: [(name, tensor)] in checkpoint order and the report. One
+    Loader::LoadSlices call reads every part and every replicated tensor
+    onto DEVICE."""
     t0 = time.perf_counter()
     ckpt = _core.open_checkpoint(path)
     tensors = ckpt.tensors()
     parts, info = shards(tensors, req.rank, req.size, req.plan)
     notes = tp_notes(req, info, req.rank, req.size)
-    if has_slice_loads():
-        with _core.pooled_loader(dict(options, device=device)) as loader:
-            job = loader.start_load_slices(ckpt, slice_requests(parts))
-            total = sum(s.bytes for s in parts)
-            report = _core.wait(job, progress, total)
-            items = job.take_tensors(False)
-        out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
-               for name, dt, shape, data in items]
-        t1 = time.perf_counter()
-        report = make_report(device, [report], len(parts), total, 0, t1 - t0,
-                             0.0, notes)
-        _core.set_last_report(report)
-        return out, report
-    whole = [s.name for s in parts if not s.split]
-    loaded: Dict[str, Any] = {}
-    reports: List[LoadReport] = []
-    if whole:
-        items, dev, rep = _core.load_raw(ckpt, names=whole, progress=progress,
-                                         device=device, **options)
-        for name, dt, shape, data in items:
-            loaded[name] = _dtypes.to_torch(dt, shape, data, dev)
-        reports.append(rep)
-    t_parts = time.perf_counter()
-    part_bytes = 0
-    for s in parts:
-        if not s.split:
-            continue
-        buf = torch.empty(s.bytes, dtype=torch.uint8, device=device)
-        part_bytes += read_part_into(ckpt, s, buf)
-        loaded[s.name] = (_dtypes.view_torch(buf, s.dtype, s.shape)
-                          if s.bytes else
-                          _dtypes.view_torch(None, s.dtype, s.shape).to(device))
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
+    with _core.pooled_loader(dict(options, device=device)) as loader:
+        job = loader.start_load_slices(ckpt, slice_requests(parts))
+        total = sum(s.bytes for s in parts)
+        report = _core.wait(job, progress, total)
+        items = job.take_tensors(False)
+    out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
+           for name, dt, shape, data in items]
     t1 = time.perf_counter()
-    report = make_report(device, reports, len(parts),
-                         sum(s.bytes for s in parts), part_bytes,
-                         t1 - t0, t1 - t_parts,
-                         tp_notes(req, info, req.rank, req.size))
+    report = make_report(device, [report], len(parts), total, 0, t1 - t0,
+                         0.0, notes)
     _core.set_last_report(report)
-    return [(s.name, loaded[s.name]) for s in parts], report
+    return out, report
 
 
 def make_report(device: str, reports: List[LoadReport], tensors: int,
                 delivered: int, extra_read: int, seconds: float,
                 extra_seconds: float, notes: List[str]) -> LoadReport:
-    """One LoadReport for a TP load: the C++ loads' reports plus the bytes
-    read outside them (parts; in group mode nothing else is read)."""
+    """One LoadReport for a TP load: the C++ loads' reports (plus
+    EXTRA_READ bytes read outside them, if any), with NOTES first."""
     d = {"device": device, "tensors": tensors, "bytes": delivered,
          "bytes_read": extra_read, "seconds": seconds, "open_seconds": 0.0,
          "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,
