@@ -263,6 +263,61 @@ def tp_notes(req: TpRequest, info: dict, rank: int, size: int) -> List[str]:
     return notes + req.notes
 
 
+# ---- reading parts without the loader ----------------------------------------
+# weightlift._stream's fallback for a native module without LoadSlices.
+
+def read_runs(path: str, shard: Shard, out: memoryview) -> int:
+    """Reads SHARD's runs (its bytes, in order) from PATH into OUT; returns
+    the bytes read. Each run is one positioned read (looped for short reads
+    and EINTR); a file that ends early is an error naming tensor, offset and
+    length."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        pos = 0
+        base = shard.offset + shard.first_byte
+        for i in range(shard.runs):
+            at = base + i * shard.run_stride
+            view = out[pos:pos + shard.run_bytes]
+            done = 0
+            while done < shard.run_bytes:
+                try:
+                    got = os.preadv(fd, [view[done:]], at + done)
+                except OSError as e:
+                    raise _errors.WeightliftIOError(
+                        f"{path}: tensor '{shard.name}': read of "
+                        f"{shard.run_bytes - done} bytes at offset "
+                        f"{at + done} failed: {os.strerror(e.errno)} "
+                        f"({e.errno})", code="IoError") from None
+                if got == 0:
+                    raise _errors.WeightliftIOError(
+                        f"{path}: tensor '{shard.name}': unexpected end of "
+                        f"file at offset {at + done} ({shard.run_bytes - done}"
+                        f" bytes of the part missing)", code="IoError")
+                done += got
+            pos += shard.run_bytes
+        return pos
+    finally:
+        os.close(fd)
+
+
+def read_part_into(ckpt, shard: Shard, buf) -> int:
+    """Fills BUF (a 1-D uint8 torch tensor of shard.bytes, any device) with
+    SHARD's bytes; returns bytes read. CUDA buffers are filled from a host
+    copy."""
+    import torch
+
+    if shard.bytes == 0:
+        return 0
+    path = ckpt.files()[shard.file]["resolved_path"] or \
+        ckpt.files()[shard.file]["path"]
+    host = buf if buf.device.type == "cpu" else torch.empty(
+        shard.bytes, dtype=torch.uint8, pin_memory=True)
+    n = read_runs(path, shard, memoryview(host.numpy()).cast("B"))
+    if host is not buf:
+        buf.copy_(host, non_blocking=False)
+    return n
+
+
 # ---- slice mode --------------------------------------------------------------
 
 def slice_request(s: Shard, dim: int = -1, start: int = 0, stop: int = 0):
