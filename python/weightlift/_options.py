@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _native
+from . import _errors, _native
 
 OPTION_NAMES = tuple(_native.option_names())
 _SIZE_OPTIONS = ("chunk", "cuda_chunk", "staging", "direct_min_bytes",
@@ -59,7 +59,12 @@ def parse_size(value: Any, name: str = "size") -> int:
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        return _native.parse_size(value)
+        try:
+            return _native.parse_size(value)
+        except _errors.InvalidArgumentError as e:
+            # Name the argument, as the C++ names the knob.
+            raise _errors.InvalidArgumentError(f"{name}: {e.message}",
+                                               code=e.code) from None
     raise TypeError(f"{name}: expected bytes as an int or e.g. '8MiB', "
                     f"got {value!r}")
 
@@ -101,8 +106,9 @@ def normalize(options: Dict[str, Any]) -> Dict[str, str]:
     text (what the native Loader takes).
 
     Raises TypeError for an unknown keyword or a value of the wrong type,
-    like a Python function would. Values (sizes included) are parsed and
-    ranges checked in C++: InvalidArgumentError (a ValueError).
+    like a Python function would; InvalidArgumentError (a ValueError) for a
+    size that does not parse. Other values are parsed and every range is
+    checked in C++ when the Loader is made (SetLoadOption, Validate).
     """
     out: Dict[str, str] = {}
     for key, value in options.items():
@@ -123,7 +129,9 @@ def normalize(options: Dict[str, Any]) -> Dict[str, str]:
             if isinstance(value, bool) or not isinstance(value, (int, str)):
                 raise TypeError(f"{key}: expected bytes as an int or e.g. "
                                 f"'8MiB', got {value!r}")
-            out[key] = str(value)
+            # Parsed now (by the C++ parser) so a bad size fails where it
+            # is given, naming the keyword.
+            out[key] = str(parse_size(value, key))
         elif key == "resident_threshold":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"{key}: expected a number, got {value!r}")

@@ -604,12 +604,13 @@ class SynthTest(Fixture):
         self.assertIn("GB/s", out1)
         # The sizes it checked before generating, and the measured footprint
         # against its estimate and the machine's quarter.
-        self.assertRegex(err1, r"demo: tiny: [0-9.]+ [kMG]B on disk \([0-9.]+ "
-                               r"[kMGT]B free there\), peak memory about "
-                               r"[0-9.]+ [kMG]B")
-        self.assertRegex(out1, r"peak RSS [0-9.]+ [kMG]B \(estimated "
-                               r"beforehand: [0-9.]+ [kMG]B; a quarter of "
-                               r"this machine's memory: [0-9.]+ [kMG]B\)")
+        # (Byte counts in binary units, as every command prints them.)
+        self.assertRegex(err1, r"demo: tiny: [0-9.]+ [KMG]iB on disk "
+                               r"\([0-9.]+ [KMGT]iB free there\), peak "
+                               r"memory about [0-9.]+ [KMG]iB")
+        self.assertRegex(out1, r"peak RSS [0-9.]+ [KMG]iB \(estimated "
+                               r"beforehand: [0-9.]+ [KMG]iB; a quarter of "
+                               r"this machine's memory: [0-9.]+ [KMG]iB\)")
         first = {p: os.stat(os.path.join(cache, p)).st_mtime_ns
                  for p in os.listdir(cache)}
         rc, out2, err2 = run("demo", "--layout", "tiny", "--cache", cache,
