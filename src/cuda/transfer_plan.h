@@ -19,7 +19,7 @@ struct TransferPlans {
   Plan host_register;  // page-aligned chunks of at most config.piece_bytes
   // Per checkpoint file, what each path reads from (null: not that path).
   std::vector<File*> staging_files;
-  std::vector<const FileMapping*> host_register_files;
+  std::vector<const Mapping*> host_register_files;
   std::vector<const GdsFile*> gds_files;
 };
 
