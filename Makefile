@@ -24,7 +24,8 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
   python3 python3-dev python3-venv python3-numpy python3-torch
 
 .PHONY: all deps deps-apt deps-python deps-carry build demo test test-cpp \
-  test-python fuzz format-check format bench microbench clean
+  test-python test-sanitize test-asan test-tsan fuzz format-check format \
+  bench microbench clean
 
 all: build
 
@@ -66,7 +67,8 @@ demo: build
 	./$(BUILD)/weightlift demo
 
 test: build
-	$(MAKE) --no-print-directory format-check test-cpp test-python fuzz
+	$(MAKE) --no-print-directory format-check test-cpp test-python fuzz \
+	  test-sanitize
 
 # C++ style is .clang-format (Google base); `make format` applies it.
 format-check:
@@ -84,6 +86,34 @@ test-python:
 fuzz:
 	CC=clang CXX=clang++ fuzz/run.sh $(FUZZ_SECONDS)
 
+# The unit tests (ctest label `unit`; no GPU, no Python) again under
+# ASan+UBSan and under TSan, each in its own build folder with only the
+# unit-test binaries (no CLI, bench, Python; CUDA off). Any report fails the
+# run (halt_on_error; UBSan does not recover).
+SANITIZE_JOBS ?= $(JOBS)
+UNIT_TARGETS := util_tests format_tests io_tests plan_tests exec_tests cuda_tests
+SANITIZE_CMAKE := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DWL_BUILD_TOOLS=OFF -DWL_BUILD_BENCH=OFF -DWL_BUILD_PYTHON=OFF -DWL_CUDA=OFF
+
+test-sanitize: test-asan test-tsan
+
+test-asan:
+	cmake -S . -B build-asan $(SANITIZE_CMAKE) \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+	cmake --build build-asan -j $(SANITIZE_JOBS) --target $(UNIT_TARGETS)
+	cd build-asan && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest -L unit --output-on-failure -j $(JOBS) --timeout 900
+
+test-tsan:
+	cmake -S . -B build-tsan $(SANITIZE_CMAKE) \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+	cmake --build build-tsan -j $(SANITIZE_JOBS) --target $(UNIT_TARGETS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest -L unit --output-on-failure -j $(JOBS) --timeout 900
+
 bench: build
 	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \
 	  ./$(BUILD)/weightlift synth --layout $(BENCH_LAYOUT) --shards 2 $(BENCH_DIR)
@@ -94,4 +124,4 @@ microbench: build
 	./$(BUILD)/bench/micro_bench
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-asan build-tsan
