@@ -9,6 +9,7 @@
 #include "baselines.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "tp_flags.h"
 #include "weightlift/loader.h"
 
 namespace weightlift::cli {
@@ -19,6 +20,7 @@ struct LoadArgs {
   LoadFlags load;
   bool cold = false;
   bool json = false;
+  TpFlags tp;  // --tp-size / --tp-rank / --tp-plan: one rank's parts
 };
 
 int Run(const LoadArgs& args) {
@@ -26,6 +28,13 @@ int Run(const LoadArgs& args) {
   if (!options.ok()) return ReportError(options.status());
   StatusOr<Checkpoint> ckpt = OpenCheckpoint(args.path);
   if (!ckpt.ok()) return ReportError(ckpt.status());
+  std::string tp_summary;
+  if (args.tp.requested()) {  // load only this rank's parts
+    StatusOr<TensorParallel> tp = MakeTensorParallel(args.tp);
+    if (!tp.ok()) return ReportError(tp.status());
+    ckpt = TpPartsCheckpoint(*ckpt, *tp, &tp_summary);
+    if (!ckpt.ok()) return ReportError(ckpt.status());
+  }
   StatusOr<std::unique_ptr<Loader>> loader = Loader::Create(*options);
   if (!loader.ok()) return ReportError(loader.status());
 
@@ -53,6 +62,11 @@ int Run(const LoadArgs& args) {
       std::printf("%s\n", report.ToJson().c_str());
     } else {
       out["cold"] = args.cold;
+      if (args.tp.requested()) {
+        out["tp_rank"] = args.tp.rank;
+        out["tp_size"] = args.tp.size;
+        out["tp"] = tp_summary;
+      }
       if (args.cold) out["resident_after_evict"] = resident_after_evict;
       out["peak_rss_bytes"] = PeakRssBytes();
       std::printf("%s\n",
@@ -61,6 +75,7 @@ int Run(const LoadArgs& args) {
                       .c_str());
     }
   } else {
+    if (!tp_summary.empty()) std::printf("%s\n", tp_summary.c_str());
     const std::string text = report.ToString();
     std::printf("%s", text.c_str());
     if (!text.empty() && text.back() != '\n') std::printf("\n");
@@ -122,6 +137,7 @@ Command AddLoad(CLI::App& parent) {
                 "evict the files' pages from the page cache first "
                 "(posix_fadvise DONTNEED)");
   app->add_flag("--json", args->json, "print the report as one JSON object");
+  AddTpFlags(app, &args->tp);
   return {app, [args] { return Run(*args); }};
 }
 

@@ -453,6 +453,9 @@ Job* StartLoadInto(
 }
 
 }  // namespace
+
+void BindTensorParallel(nb::module_& m);  // tp_bindings.cc
+
 }  // namespace weightlift::python
 
 NB_MODULE(_native, m) {
@@ -478,6 +481,8 @@ NB_MODULE(_native, m) {
     }
     return l;
   });
+
+  BindTensorParallel(m);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _core
+from . import _core, _tp
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
-                      TensorNotFoundError, UnsupportedError, WeightliftError,
-                      WeightliftIOError)
+                      TensorNotFoundError, UnsupportedDtypeError,
+                      UnsupportedError, WeightliftError, WeightliftIOError)
 from ._iter import TensorIterator, iter_tensors
 from ._load_into import load_into
 from ._safe_open import SafeSlice, TensorInfo, safe_open
@@ -66,6 +66,12 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     dev = device_string(device)
     if np and dev != "cpu":
         raise ValueError("framework 'np' loads into host memory only")
+    tp = _tp.take_tp(options, path)  # tp_rank/tp_size/tp_plan/process_group
+    if tp is not None:
+        items, report = _tp.load(path, dev, tp, options, progress, np)
+        out = StateDict(items)
+        out.report = report
+        return out
     items, dev, report = _core.load_raw(
         path, progress=progress, numpy=np, device=dev, **options)
     out = StateDict()
@@ -82,7 +88,8 @@ __all__ = [
     "InternalError", "InvalidArgumentError", "LoadReport", "NotFoundError",
     "ResourceExhaustedError", "SafeSlice", "SafetensorError", "StateDict",
     "TensorInfo",
-    "TensorIterator", "TensorNotFoundError", "UnsupportedError",
+    "TensorIterator", "TensorNotFoundError", "UnsupportedDtypeError",
+    "UnsupportedError",
     "WeightliftError", "WeightliftIOError", "default_options",
     "iter_tensors", "last_report", "load_checkpoint", "load_into",
     "safe_open",

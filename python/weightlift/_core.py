@@ -29,7 +29,16 @@ def set_last_report(report: Optional[LoadReport]) -> None:
 def open_checkpoint(path: Any) -> "_native.Checkpoint":
     if isinstance(path, _native.Checkpoint):
         return path
-    return _native.Checkpoint.open(os.fspath(path))
+    path = os.fspath(path)
+    try:
+        return _native.Checkpoint.open(path)
+    except _errors.NotFoundError:
+        if os.path.lexists(path):
+            raise  # a shard or tensor is missing: the C++ message says which
+        # The path itself: safetensors' words, so code that matches them
+        # (and users who know them) see the same.
+        raise _errors.NotFoundError(f"No such file or directory: {path}",
+                                    code="NotFound") from None
 
 
 def make_loader(options: Dict[str, Any]) -> "_native.Loader":

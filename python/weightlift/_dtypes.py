@@ -22,11 +22,13 @@ F4             packed fp4 e2m1, two elements per byte. When the last
                1-D torch.uint8 of the raw bytes. Bytes are exactly as in
                the file; by the common convention (OCP MX, torch's _x2 type)
                element 2*i sits in the low nibble, 2*i+1 in the high nibble.
-F6_E2M3/E3M2   1-D torch.uint8 of the raw packed bytes (four 6-bit elements
-               per three bytes, exactly as stored; the element count is
-               numel = prod(shape) and len == numel * 6 // 8). Neither torch
-               nor safetensors has a type for them.
+F6_E2M3/E3M2   UnsupportedDtypeError ("Dtype not understood", as
+               safetensors raises): neither torch nor numpy has a type.
 =============  ==========================================================
+
+numpy has no F4 type and no F8 / BF16 types without ``ml_dtypes``: those
+raise UnsupportedDtypeError, as safetensors.numpy raises (AttributeError /
+TypeError there; UnsupportedDtypeError is both, and a SafetensorError).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence, Tuple
 
-from ._errors import UnsupportedError
+from ._errors import UnsupportedDtypeError, UnsupportedError
 
 _TORCH_NAMES = {
     "BOOL": "bool",
@@ -95,12 +97,27 @@ def _packed_shape(dtype: str, shape: Tuple[int, ...]):
     return (nbytes(dtype, shape),), False
 
 
-def torch_layout(dtype: str, shape: Sequence[int]):
-    """(torch dtype, shape) of the tensor weightlift returns."""
+def _where(name) -> str:
+    return f"tensor {name!r}: " if name is not None else ""
+
+
+def _not_understood(dtype: str, name) -> UnsupportedDtypeError:
+    # safetensors' text ("Dtype not understood: F6_E2M3"), then why.
+    return UnsupportedDtypeError(
+        f"Dtype not understood: {dtype} ({_where(name)}torch and numpy "
+        f"have no {dtype} type; safetensors refuses it too)",
+        code="Unsupported")
+
+
+def torch_layout(dtype: str, shape: Sequence[int], name=None):
+    """(torch dtype, shape) of the tensor weightlift returns; NAME (the
+    tensor's) only goes into the error."""
     import torch
 
     shape = tuple(int(d) for d in shape)
-    if dtype in ("F4", "F6_E2M3", "F6_E3M2"):
+    if dtype in ("F6_E2M3", "F6_E3M2"):
+        raise _not_understood(dtype, name)
+    if dtype == "F4":
         pshape, x2 = _packed_shape(dtype, shape)
         f4 = getattr(torch, "float4_e2m1fn_x2", None)
         if x2 and f4 is not None:
@@ -108,48 +125,54 @@ def torch_layout(dtype: str, shape: Sequence[int]):
         return torch.uint8, pshape
     if dtype == "F8_E8M0":
         return getattr(torch, "float8_e8m0fnu", torch.uint8), shape
-    name = _TORCH_NAMES.get(dtype)
-    if name is None:
-        raise UnsupportedError(f"unknown dtype {dtype!r}", code="Unsupported")
-    tdt = getattr(torch, name, None)
+    attr = _TORCH_NAMES.get(dtype)
+    if attr is None:
+        raise UnsupportedError(f"{_where(name)}unknown dtype {dtype!r}",
+                               code="Unsupported")
+    tdt = getattr(torch, attr, None)
     if tdt is None:
-        raise UnsupportedError(
-            f"dtype {dtype} needs torch.{name}, which torch "
+        raise UnsupportedDtypeError(
+            f"{_where(name)}dtype {dtype} needs torch.{attr}, which torch "
             f"{torch.__version__} does not have", code="Unsupported")
     return tdt, shape
 
 
-def numpy_layout(dtype: str, shape: Sequence[int]):
-    """(numpy dtype, shape) of the array weightlift returns."""
+def numpy_layout(dtype: str, shape: Sequence[int], name=None):
+    """(numpy dtype, shape) of the array weightlift returns; NAME (the
+    tensor's) only goes into the error."""
     import numpy as np
 
     shape = tuple(int(d) for d in shape)
-    if dtype in ("F4", "F6_E2M3", "F6_E3M2"):
-        pshape, _ = _packed_shape(dtype, shape)
-        return np.dtype(np.uint8), pshape
-    name = _NUMPY_NAMES.get(dtype)
-    if name is not None:
-        return np.dtype(name), shape
+    if dtype in ("F6_E2M3", "F6_E3M2"):
+        raise _not_understood(dtype, name)
+    if dtype == "F4":
+        raise UnsupportedDtypeError(
+            f"{_where(name)}dtype F4 has no numpy type (safetensors.numpy "
+            f"refuses it too); use framework='pt'", code="Unsupported")
+    np_name = _NUMPY_NAMES.get(dtype)
+    if np_name is not None:
+        return np.dtype(np_name), shape
     ml_name = _ML_DTYPES_NAMES.get(dtype)
     if ml_name is not None:
         try:
             import ml_dtypes  # optional
             return np.dtype(getattr(ml_dtypes, ml_name)), shape
         except (ImportError, AttributeError):
-            if dtype == "F8_E8M0":
-                return np.dtype(np.uint8), shape
-            raise UnsupportedError(
-                f"dtype {dtype} has no numpy type (install ml_dtypes, or use "
-                f"framework='pt')", code="Unsupported") from None
-    raise UnsupportedError(f"unknown dtype {dtype!r}", code="Unsupported")
+            raise UnsupportedDtypeError(
+                f"{_where(name)}dtype {dtype} has no numpy type (install "
+                f"ml_dtypes, or use framework='pt')",
+                code="Unsupported") from None
+    raise UnsupportedError(f"{_where(name)}unknown dtype {dtype!r}",
+                           code="Unsupported")
 
 
-def to_torch(dtype: str, shape: Sequence[int], data: Any, device: str):
+def to_torch(dtype: str, shape: Sequence[int], data: Any, device: str,
+             name=None):
     """Zero-copy torch view of DATA (1-D uint8 DLPack capsule, or None for
     an empty tensor) as DTYPE with SHAPE."""
     import torch
 
-    tdt, tshape = torch_layout(dtype, shape)
+    tdt, tshape = torch_layout(dtype, shape, name)
     if data is None:
         return torch.empty(tshape, dtype=tdt, device=device)
     t = torch.utils.dlpack.from_dlpack(data)
@@ -158,16 +181,25 @@ def to_torch(dtype: str, shape: Sequence[int], data: Any, device: str):
     return t.reshape(tshape)
 
 
-def to_numpy(dtype: str, shape: Sequence[int], data: Any):
+def to_numpy(dtype: str, shape: Sequence[int], data: Any, name=None):
     import numpy as np
 
-    ndt, nshape = numpy_layout(dtype, shape)
+    ndt, nshape = numpy_layout(dtype, shape, name)
     if data is None:
         return np.empty(nshape, dtype=ndt)
     a = np.frombuffer(data, dtype=np.uint8)  # zero-copy, keeps DATA alive
     if ndt != np.uint8:
         a = a.view(ndt)
     return a.reshape(nshape)
+
+
+def check_framework_types(tensors, numpy: bool) -> None:
+    """Raises the layout error of the first of TENSORS (ckpt.tensors() rows:
+    name, dtype, shape, ...) that FRAMEWORK cannot hold, before anything is
+    read."""
+    layout = numpy_layout if numpy else torch_layout
+    for name, dtype, shape, *_ in tensors:
+        layout(dtype, shape, name)
 
 
 def torch_dtype_to_safetensors(tdt) -> str:

@@ -3,9 +3,10 @@
 Every exception raised by the C++ core carries the C++ Status message
 unchanged, plus ``.code`` (the StatusCode name, e.g. ``"Corruption"``) and
 ``.rule`` (for format violations, the FormatError name such as
-``"range_overlap"``; otherwise ``None``). Format and missing-tensor errors
-are also ``safetensors.SafetensorError`` (when that package is installed),
-as safetensors raises them.
+``"range_overlap"``; otherwise ``None``). Format errors, missing tensors,
+invalid arguments (framework=, device=, backend=, a closed handle) and
+unrepresentable dtypes are also ``safetensors.SafetensorError`` (when that
+package is installed), as safetensors raises them.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ class WeightliftError(Exception):
         return self.message
 
 
-class InvalidArgumentError(WeightliftError, ValueError):
-    """The caller asked for something impossible (bad option, bad target)."""
+class InvalidArgumentError(WeightliftError, ValueError, SafetensorError):
+    """The caller asked for something impossible (bad option, bad target).
+    A SafetensorError too: safetensors raises that for an invalid framework,
+    device or backend and for a handle used after close."""
 
     code = "InvalidArgument"
 
@@ -80,6 +83,19 @@ class TensorNotFoundError(WeightliftError, KeyError, SafetensorError):
 
 class UnsupportedError(WeightliftError, NotImplementedError):
     """A backend or feature is unavailable on this build or machine."""
+
+    code = "Unsupported"
+
+
+class UnsupportedDtypeError(UnsupportedError, SafetensorError,
+                            AttributeError, TypeError):
+    """A tensor's dtype has no type in the requested framework (F6 anywhere;
+    F4 / F8 / BF16 in numpy without ml_dtypes; U16.. or F8 in an old torch).
+
+    safetensors raises SafetensorError ("Dtype not understood") for F6,
+    AttributeError where the framework module lacks the type and TypeError
+    for numpy's missing bfloat16; this class is each of them, so code that
+    catches what safetensors raises keeps catching it."""
 
     code = "Unsupported"
 

@@ -44,9 +44,9 @@ class TensorIterator:
         for name, dt, shape, _, _, size in ckpt.tensors():
             # Fail before allocating anything for a dtype we cannot return.
             if self._np:
-                _dtypes.numpy_layout(dt, shape)
+                _dtypes.numpy_layout(dt, shape, name)
             else:
-                _dtypes.torch_layout(dt, shape)
+                _dtypes.torch_layout(dt, shape, name)
             if size == 0:
                 self._empty.append((name, dt, shape))
                 continue
@@ -135,6 +135,15 @@ class TensorIterator:
 def iter_tensors(path: Any, device: Any = "cpu", *, framework: str = "pt",
                  progress: bool = False, **options) -> TensorIterator:
     """Yields ``(name, tensor)`` for every tensor of PATH as it lands on
-    DEVICE (completion order). Raises the load's error if it fails."""
+    DEVICE (completion order). Raises the load's error if it fails.
+    With tp_* / process_group the load ends first, then the parts come in
+    checkpoint order (docs/tensor-parallel.md)."""
+    from . import _tp
+    tp = _tp.take_tp(options, path)
+    if tp is not None:
+        if framework not in ("pt", "torch"):
+            raise ValueError("tp_* and process_group load torch tensors")
+        return _tp.TpIterator(*_tp.load(path, device_string(device), tp,
+                                        options, progress))
     return TensorIterator(path, device=device, framework=framework,
                           progress=progress, **options)

@@ -76,8 +76,14 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
     otherwise only the names both have are loaded. Returns the LoadReport
     with ``missing_keys`` and ``unexpected_keys``. Load options (backend,
     threads, ...) are keyword arguments; ``device`` is taken from the
-    targets.
+    targets. With tp_* / process_group, TARGET holds this rank's parts
+    (docs/tensor-parallel.md).
     """
+    from . import _tp
+    tp = _tp.take_tp(options, checkpoint)
+    if tp is not None:
+        return _tp.load_into_tp(target, checkpoint, tp, strict, progress,
+                                options)
     want_device = options.pop("device", None)
     targets = _targets(target)
     ckpt = _core.open_checkpoint(checkpoint)

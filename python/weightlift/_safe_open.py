@@ -5,16 +5,17 @@
         for k in f.keys():
             t = f.get_tensor(k)
 
-Opening validates every header (no tensor data is read). ``get_tensor``
-loads one tensor through the C++ loader onto DEVICE; the result is a
-zero-copy view that outlives the handle. ``get_slice(name)[...]`` reads
-only the selected rows when the index picks a contiguous range of the first
-dimension (``[a:b]``, ``[a:b, :]``, ``[i]``, ``[a:b, ...]``): into host
-memory, then (for a cuda handle) one copy of just those rows to the device,
-as a tensor-parallel rank that needs its shard of a weight wants. Any other
-index loads the whole tensor once (cached on the slice object) and returns a
-copy of the requested part. Either way the result owns exactly its own
-bytes and never pins the full tensor's memory.
+Opening validates every header (no tensor data is read) and the load
+options (framework=, device=, backend=, ...: a SafetensorError where
+safetensors raises one). ``get_tensor`` loads one tensor through the C++
+loader onto DEVICE, ``get_tensors`` all of them in one load; results are
+zero-copy views that outlive the handle. ``get_slice(name)[index]`` follows
+safetensors' indexing rules (see weightlift._slice_index) and reads only the
+rows of the first dimension the index touches: into host memory, then (for
+a cuda handle) one copy of just the selected part to the device, as a
+tensor-parallel rank that needs its shard of a weight wants. The result owns
+exactly its own bytes. A slice keeps what it needs to read, so (as in
+safetensors) it still works after its handle is closed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import collections
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes
+from . import _core, _dtypes, _slice_index
 from ._errors import (InvalidArgumentError, TensorNotFoundError,
                       WeightliftIOError)
 from ._options import device_string
@@ -35,6 +36,48 @@ TensorInfo.__doc__ = ("A tensor's place: FILE is the shard's path, OFFSET the "
 
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt",
                "np": "np", "numpy": "np"}
+# Frameworks safetensors has and weightlift does not.
+_OTHER_FRAMEWORKS = ("tf", "tensorflow", "jax", "flax", "mlx", "paddle")
+
+
+def _framework(framework: Any) -> str:
+    fw = _FRAMEWORKS.get(framework) if isinstance(framework, str) else None
+    if fw is not None:
+        return fw
+    why = ("is not supported by weightlift"
+           if framework in _OTHER_FRAMEWORKS else "is invalid")
+    raise InvalidArgumentError(
+        f"framework {framework} {why} (weightlift loads 'pt' (torch) and "
+        f"'np' (numpy))", code="InvalidArgument")
+
+
+class _Source:
+    """What reading a tensor needs: the open checkpoint, the framework and
+    the load options. Shared by a handle and its slices; a slice keeps it
+    alive after the handle is closed."""
+
+    def __init__(self, ckpt, framework: str, options: Dict[str, Any]):
+        self.ckpt = ckpt
+        self.numpy = framework == "np"
+        self.options = options
+        self.device = options["device"]
+        self.resolved = {f["path"]: f["resolved_path"] for f in ckpt.files()}
+
+    def load(self, names: Optional[List[str]]):
+        """[(name, tensor)] of NAMES (every tensor when None), in file
+        order, through a pooled loader."""
+        rows = self.ckpt.tensors()
+        if names is not None:
+            wanted = set(names)
+            rows = [r for r in rows if r[0] in wanted]
+        _dtypes.check_framework_types(rows, self.numpy)
+        items, dev, _ = _core.load_raw(self.ckpt, names, numpy=self.numpy,
+                                       **self.options)
+        if self.numpy:
+            return [(n, _dtypes.to_numpy(dt, shape, data, n))
+                    for n, dt, shape, data in items]
+        return [(n, _dtypes.to_torch(dt, shape, data, dev, n))
+                for n, dt, shape, data in items]
 
 
 class safe_open:  # noqa: N801 - safetensors' name
@@ -47,63 +90,58 @@ class safe_open:  # noqa: N801 - safetensors' name
 
     def __init__(self, filename: Any, framework: str = "pt",
                  device: Any = "cpu", **options):
-        fw = _FRAMEWORKS.get(str(framework).lower())
-        if fw is None:
+        fw = _framework(framework)
+        dev = device_string(device)
+        if fw == "np" and dev != "cpu":
             raise InvalidArgumentError(
-                f"framework {framework!r} is not supported by weightlift "
-                f"(use 'pt' or 'np')", code="InvalidArgument")
-        self._framework = fw
-        self._device = device_string(device)
-        if fw == "np" and self._device != "cpu":
-            raise InvalidArgumentError(
-                "framework 'np' loads into host memory only (device='cpu')",
-                code="InvalidArgument")
-        self._options = dict(options, device=self._device)
-        self._ckpt = _core.open_checkpoint(filename)
-        files = self._ckpt.files()
+                f"Device {dev} is not supported for framework numpy "
+                f"(numpy arrays live in host memory)", code="InvalidArgument")
+        options = dict(options, device=dev)
+        # Checks every option first (an invalid backend or device raises
+        # here, before the file is looked at, as in safetensors); the
+        # loader goes back to the pool for this handle's loads.
+        with _core.pooled_loader(options):
+            pass
+        ckpt = _core.open_checkpoint(filename)
+        self._source: Optional[_Source] = _Source(ckpt, fw, options)
+        files = ckpt.files()
         self._paths = [f["path"] for f in files]
-        # Where the loader reads: the header was validated there.
-        self._resolved = {f["path"]: f["resolved_path"] for f in files}
         # safetensors: None when the key is absent, {} when it is empty.
         self._meta = (files[0]["metadata"]
                       if files and files[0]["has_metadata"] else None)
         self._info: Dict[str, TensorInfo] = {}
-        for name, dt, shape, file, offset, size in self._ckpt.tensors():
+        for name, dt, shape, file, offset, size in ckpt.tensors():
             self._info[name] = TensorInfo(name, dt, list(shape),
                                           self._paths[file], offset, size)
-        self._loader = None  # created on the first get_tensor
-        self._closed = False
 
     # -- context manager ---------------------------------------------------
     def __enter__(self) -> "safe_open":
-        self._check_open()
+        self._open_source()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     def close(self) -> None:
-        """Releases the loader and its staging memory. Idempotent; tensors
-        already returned stay valid."""
-        self._closed = True
-        self._loader = None
-        self._ckpt = None
+        """Closes the handle (idempotent). Tensors already returned, and
+        slices already taken, stay usable."""
+        self._source = None
 
     # -- description -------------------------------------------------------
     def keys(self) -> List[str]:
         """Tensor names, sorted (as safetensors returns them)."""
-        self._check_open()
+        self._open_source()
         return sorted(self._info)
 
     def offset_keys(self) -> List[str]:
         """Tensor names in file order (by shard, then data offset)."""
-        self._check_open()
+        self._open_source()
         return list(self._info)
 
     def metadata(self) -> Optional[Dict[str, str]]:
         """``__metadata__`` of the (first) file: None when the header has no
         ``__metadata__`` key, {} when it is present but empty."""
-        self._check_open()
+        self._open_source()
         return None if self._meta is None else dict(self._meta)
 
     def offsets(self, name: str) -> Tuple[int, int]:
@@ -112,7 +150,7 @@ class safe_open:  # noqa: N801 - safetensors' name
         return info.offset, info.offset + info.size
 
     def tensor_info(self, name: str) -> TensorInfo:
-        self._check_open()
+        self._open_source()
         info = self._info.get(name)
         if info is None:
             raise TensorNotFoundError(f"File does not contain tensor {name}",
@@ -122,81 +160,32 @@ class safe_open:  # noqa: N801 - safetensors' name
     # -- data --------------------------------------------------------------
     def get_tensor(self, name: str):
         info = self.tensor_info(name)
-        if info.size == 0:  # nothing to read
-            if self._framework == "np":
-                return _dtypes.to_numpy(info.dtype, info.shape, None)
-            return _dtypes.to_torch(info.dtype, info.shape, None, self._device)
-        if self._loader is None:
-            self._loader = _core.make_loader(self._options)
-        job = self._loader.start_load(self._ckpt, [name])
-        _core.wait(job, False, info.size)
-        ((_, dt, shape, data),) = job.take_tensors(self._framework == "np")
-        if self._framework == "np":
-            return _dtypes.to_numpy(dt, shape, data)
-        return _dtypes.to_torch(dt, shape, data, self._device)
+        ((_, tensor),) = self._open_source().load([info.name])
+        return tensor
+
+    def get_tensors(self) -> Dict[str, Any]:
+        """Every tensor, in one load, keyed in file order (as safetensors'
+        offset_keys())."""
+        return dict(self._open_source().load(None))
 
     def get_slice(self, name: str) -> "SafeSlice":
-        return SafeSlice(self, self.tensor_info(name))
+        info = self.tensor_info(name)
+        return SafeSlice(self._open_source(), info)
 
-    def _check_open(self) -> None:
-        if self._closed:
+    def _open_source(self) -> _Source:
+        if self._source is None:
             raise InvalidArgumentError("File is closed",
                                        code="InvalidArgument")
+        return self._source
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{len(self._info)} tensors"
+        state = ("closed" if self._source is None
+                 else f"{len(self._info)} tensors")
         return f"<weightlift.safe_open {self._paths[:1]} {state}>"
 
 
 # Largest single read, far below the 2 GiB a Linux read returns at most.
 _MAX_READ = 1 << 30
-
-
-def _is_int(x) -> bool:
-    # bool is an int subclass but indexes as a new axis (torch and numpy).
-    return type(x) is int  # noqa: E721 - exactly int, not bool/np.integer
-
-
-def _is_full(x) -> bool:
-    """``:`` (or ``::1``): all of one dimension."""
-    return (type(x) is slice and x.start is None and x.stop is None
-            and (x.step is None or (_is_int(x.step) and x.step == 1)))
-
-
-def _row_range(index, shape):
-    """(start, stop, squeeze) when INDEX selects rows [start, stop) of the
-    first dimension and all of every other one (squeeze: an int index that
-    drops the first dimension); None for any other index, which then goes
-    the general (load everything, index with torch/numpy) way. Where this
-    returns a range, it is the one torch and numpy indexing select, clamped
-    the same way (stop < start gives zero rows)."""
-    if not shape:
-        return None
-    n = shape[0]
-    parts = index if isinstance(index, tuple) else (index,)
-    if sum(1 for p in parts if p is Ellipsis) > 1:
-        return None
-    if len([p for p in parts if p is not Ellipsis]) > len(shape):
-        return None  # too many indices: let torch/numpy raise
-    if not parts:
-        return 0, n, False
-    first, rest = parts[0], parts[1:]
-    if not all(p is Ellipsis or _is_full(p) for p in rest):
-        return None
-    if first is Ellipsis or _is_full(first):
-        return 0, n, False
-    if _is_int(first):
-        i = first + n if first < 0 else first
-        if not 0 <= i < n:
-            return None  # out of range: let torch/numpy raise
-        return i, i + 1, True
-    if type(first) is slice and all(v is None or _is_int(v) for v in
-                                    (first.start, first.stop, first.step)):
-        start, stop, step = first.indices(n)
-        if step != 1:
-            return None
-        return start, max(start, stop), False
-    return None
 
 
 def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
@@ -232,14 +221,13 @@ def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
 
 
 class SafeSlice:
-    """``get_slice(name)``: shape and dtype without loading. Indexing a
-    contiguous row range reads just those rows (on any device); any other
-    index loads the tensor (once) and returns a copy of the selected part."""
+    """``get_slice(name)``: shape and dtype without loading; ``[index]``
+    reads just the part the index selects (see the module docstring)."""
 
-    def __init__(self, handle: safe_open, info: TensorInfo):
-        self._handle = handle
+    def __init__(self, source: _Source, info: TensorInfo):
+        self._source = source
         self._info = info
-        self._full = None
+        self._full = None  # the whole tensor, for indices torch resolves
 
     def get_shape(self) -> List[int]:
         return list(self._info.shape)
@@ -254,54 +242,76 @@ class SafeSlice:
         return self._info.shape[0]
 
     def __getitem__(self, index):
-        part = self._read_rows(index)
-        if part is not None:
-            return part
+        src, info = self._source, self._info
+        fw = "np" if src.numpy else "pt"
+        sel = _slice_index.select(index, info.shape, fw)
+        if sel is not None and _dtypes.BITS[info.dtype] % 8 == 0:
+            return self._read(sel)
+        # A torch index beyond basic indexing (None, lists, tensors, ...),
+        # or a sub-byte dtype (rows need not be whole bytes): index the
+        # whole tensor with torch, loaded once.
         if self._full is None:
-            self._full = self._handle.get_tensor(self._info.name)
+            ((_, self._full),) = src.load([info.name])
         part = self._full[index]
         return part.clone() if hasattr(part, "clone") else part.copy()
 
-    def _read_rows(self, index):
-        """The fast path: INDEX as rows read straight from the file (then
-        copied to the handle's device), or None where it does not apply
-        (sub-byte dtypes, other indices, or the whole tensor already
-        loaded)."""
-        h, info = self._handle, self._info
-        h._check_open()
-        if self._full is not None:
-            return None
-        if h._device != "cpu" and h._loader is None:
-            # The device is checked as get_tensor checks it (a cuda handle
-            # without CUDA is UnsupportedError, not torch's own error).
-            h._loader = _core.make_loader(h._options)
-        if _dtypes.BITS.get(info.dtype, 0) % 8 != 0:
-            return None  # F4 / F6: rows need not be whole bytes
-        rows = _row_range(index, info.shape)
-        if rows is None:
-            return None
-        start, stop, squeeze = rows
-        inner = list(info.shape[1:])
-        row_bytes = _dtypes.nbytes(info.dtype, inner)
-        shape = inner if squeeze else [stop - start] + inner
-        length = (stop - start) * row_bytes
-        if h._framework == "np":
+    def _read(self, sel: "_slice_index.Selection"):
+        """The selected part: the rows of dimension 0 it touches, read into
+        a fresh host buffer, indexed, copied to a buffer of its own when it
+        is not the whole read, then moved to the device."""
+        src, info = self._source, self._info
+        if src.numpy:
             import numpy as np
-            _dtypes.numpy_layout(info.dtype, shape)  # raises if unsupported
-            buf = np.empty(length, dtype=np.uint8) if length else None
-            mem = buf
-            view = _dtypes.view_numpy
+            _dtypes.numpy_layout(info.dtype, info.shape, info.name)
+            new_buffer = lambda n: np.empty(n, dtype=np.uint8)  # noqa: E731
+            view, as_bytes = _dtypes.view_numpy, (lambda b: b)
         else:
             import torch
-            _dtypes.torch_layout(info.dtype, shape)  # raises if unsupported
-            buf = torch.empty(length, dtype=torch.uint8) if length else None
-            mem = buf.numpy() if length else None  # shares buf's memory
-            view = _dtypes.view_torch
-        if length:
-            _pread_exact(h._resolved[info.file],
-                         info.offset + start * row_bytes,
-                         memoryview(mem).cast("B"), info.name)
-        part = view(buf, info.dtype, shape)
-        if h._device != "cpu":  # framework "pt": np handles are cpu only
-            part = part.to(h._device)
+            _dtypes.torch_layout(info.dtype, info.shape, info.name)
+            # A cuda handle without a usable device fails as get_tensor
+            # fails (the loader's check), not with torch's own error.
+            if src.device != "cpu":
+                with _core.pooled_loader(src.options):
+                    pass
+            new_buffer = lambda n: torch.empty(n, dtype=torch.uint8)  # noqa
+            view, as_bytes = _dtypes.view_torch, (lambda b: b.numpy())
+        bits = _dtypes.BITS[info.dtype]
+        first, length = _slice_index.byte_span(sel, info.shape, bits)
+        out_shape = _slice_index.result_shape(sel)
+        if length == 0:
+            part = view(None, info.dtype, out_shape)
+        else:
+            buf = new_buffer(length)
+            _pread_exact(src.resolved[info.file], info.offset + first,
+                         memoryview(as_bytes(buf)).cast("B"), info.name)
+            rows = list(info.shape)
+            if rows:
+                rows[0] = length * 8 // bits // max(1, _numel(rows[1:]))
+            block = view(buf, info.dtype, rows)
+            part = block[_block_index(sel)]
+            if _numel(out_shape) != _numel(rows):
+                part = (part.copy() if src.numpy else
+                        part.clone(memory_format=torch.contiguous_format))
+        if not src.numpy and src.device != "cpu":
+            part = part.to(src.device)
         return part
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _block_index(sel: "_slice_index.Selection") -> tuple:
+    """SEL as an index of the block read for it (its rows of dimension 0
+    start at the block's row 0). A trailing Ellipsis keeps numpy from
+    turning an all-int index into a scalar: the result is a 0-d array, as
+    safetensors returns."""
+    idx = []
+    for d, (start, stop, step) in enumerate(sel.ranges):
+        if d == 0:
+            start, stop = 0, stop - start
+        idx.append(start if d in sel.squeeze else slice(start, stop, step))
+    return tuple(idx) + (Ellipsis,)

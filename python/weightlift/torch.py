@@ -5,8 +5,8 @@
 Tensors are zero-copy views of memory the C++ loader allocated (on the
 requested device); they stay valid for as long as any of them lives.
 Load options (backend, threads, ...) may be passed as keyword arguments; see
-``weightlift._options``. ``save_file``/``save`` are forwarded to the
-safetensors package when it is installed (weightlift only reads).
+``weightlift._options``. ``save_file``/``save``/``save_model`` are forwarded
+to the safetensors package when it is installed (weightlift only reads).
 """
 
 from __future__ import annotations
@@ -22,10 +22,18 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
               **options) -> Dict[str, "torch.Tensor"]:  # noqa: F821
     """Loads every tensor of FILENAME (a .safetensors file, an index or a
     checkpoint directory) onto DEVICE. Keys are in file order, as
-    safetensors returns them."""
-    items, dev, _ = _core.load_raw(filename, progress=progress,
+    safetensors returns them. tp_rank / tp_size / tp_plan / process_group
+    load this rank's parts (docs/tensor-parallel.md)."""
+    from . import _tp
+    tp = _tp.take_tp(options, filename)
+    if tp is not None:
+        return dict(_tp.load(filename, device_string(device), tp, options,
+                             progress)[0])
+    ckpt = _core.open_checkpoint(filename)
+    _dtypes.check_framework_types(ckpt.tensors(), numpy=False)
+    items, dev, _ = _core.load_raw(ckpt, progress=progress,
                                    device=device_string(device), **options)
-    return {name: _dtypes.to_torch(dt, shape, data, dev)
+    return {name: _dtypes.to_torch(dt, shape, data, dev, name)
             for name, dt, shape, data in items}
 
 
@@ -38,12 +46,12 @@ def load(data: bytes, **options) -> Dict[str, "torch.Tensor"]:  # noqa: F821
 
 def load_model(model, filename: Any, strict: bool = True,
                device: Any = "cpu", **options):
-    """Like safetensors.torch.load_model: fills MODEL from FILENAME in place.
-    Returns (missing, unexpected) key lists. DEVICE is accepted for
-    compatibility; tensors land on each parameter's own device."""
-    from ._load_into import load_into
-    report = load_into(model, filename, strict=strict, **options)
-    return report.missing_keys, report.unexpected_keys
+    """safetensors.torch.load_model: fills MODEL from FILENAME in place and
+    returns (missing: set, unexpected: list) as safetensors does; see
+    weightlift._load_model for what it checks before writing anything."""
+    from ._load_model import load_model as _load_model
+    return _load_model(model, filename, strict=strict, device=device,
+                       **options)
 
 
 def _safetensors_torch():
@@ -66,3 +74,11 @@ def save(tensors: Dict[str, Any],
          metadata: Optional[Dict[str, str]] = None) -> bytes:
     """Forwarded to safetensors.torch.save."""
     return _safetensors_torch().save(tensors, metadata=metadata)
+
+
+def save_model(model, filename: str, metadata: Optional[Dict[str, str]] = None,
+               force_contiguous: bool = True) -> None:
+    """Forwarded to safetensors.torch.save_model."""
+    _safetensors_torch().save_model(model, os.fspath(filename),
+                                    metadata=metadata,
+                                    force_contiguous=force_contiguous)

@@ -161,14 +161,40 @@ def test_bad_options(tmp_path):
     assert weightlift.torch.load_file(path, chunk="1MiB", staging="16M")
 
 
-def test_error_message_is_the_cpp_message(tmp_path):
+def _one_byte_file(tmp_path):
     p = tmp_path / "t.safetensors"
     p.write_bytes(b"\x01")
+    return p
+
+
+def test_format_error_says_what_and_where(tmp_path):
+    p = _one_byte_file(tmp_path)
     with pytest.raises(weightlift.FormatError) as ei:
         weightlift.torch.load_file(str(p))
-    # Same text as the C++ Status message: names the file.
-    assert str(ei.value) == ei.value.message
-    assert "t.safetensors" in ei.value.message
+    err = ei.value
+    assert err.code == "Corruption" and err.rule is not None
+    assert str(p) in str(err)
+
+
+def test_error_message_is_the_cpp_message(tmp_path):
+    """The Python exception carries the C++ Status text unchanged: the same
+    words the CLI (which prints the Status) prints for the same file."""
+    import os
+    import subprocess
+    build = os.path.dirname(os.path.dirname(os.path.dirname(
+        weightlift._native.__file__)))
+    cli = os.environ.get("WEIGHTLIFT_BIN") or os.path.join(build,
+                                                           "weightlift")
+    if not os.path.exists(cli):
+        pytest.skip(f"no weightlift CLI at {cli} (an installed package, "
+                    f"not a build tree; set WEIGHTLIFT_BIN)")
+    p = _one_byte_file(tmp_path)
+    with pytest.raises(weightlift.FormatError) as ei:
+        weightlift.torch.load_file(str(p))
+    r = subprocess.run([cli, "inspect", str(p)], capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert str(ei.value) in r.stderr, (str(ei.value), r.stderr)
 
 
 def test_truncated_after_open_raises_from_load(tmp_path):

@@ -143,15 +143,40 @@ def test_report_object(ckpt):
     assert "LoadReport" in repr(r)
 
 
+def _finished_bars(err):
+    """The last state of every tqdm bar in ERR (bars redraw with \r)."""
+    lines = [seg.strip() for seg in err.replace("\n", "\r").split("\r")]
+    return [seg for seg in lines if seg.startswith("weightlift")]
+
+
 def test_progress_bar(ckpt, capsys):
+    """progress=True draws a tqdm bar (on stderr) that ends at the load's
+    byte count; progress=False draws nothing."""
+    from tqdm import tqdm
     path, t = ckpt
-    d = weightlift.torch.load_file(path, progress=True)
-    assert set(d) == set(t)
-    list(weightlift.iter_tensors(path, progress=True))
-    m = torch.nn.ParameterDict({k: torch.nn.Parameter(torch.empty_like(v),
-                                                       requires_grad=False)
-                                for k, v in t.items()})
-    weightlift.load_into(m, path, progress=True)
+    total = sum(v.numel() * v.element_size() for v in t.values())
+    done = f"{tqdm.format_sizeof(total, divisor=1024)}/" \
+           f"{tqdm.format_sizeof(total, divisor=1024)} "
+
+    weightlift.torch.load_file(path)
+    list(weightlift.iter_tensors(path))
+    assert capsys.readouterr().err == ""
+
+    runs = {
+        "load_file": lambda: weightlift.torch.load_file(path, progress=True),
+        "iter_tensors": lambda: list(weightlift.iter_tensors(
+            path, progress=True)),
+        "load_into": lambda: weightlift.load_into(
+            torch.nn.ParameterDict({
+                k: torch.nn.Parameter(torch.empty_like(v),
+                                      requires_grad=False)
+                for k, v in t.items()}), path, progress=True),
+    }
+    for what, run in runs.items():
+        run()
+        bars = _finished_bars(capsys.readouterr().err)
+        assert bars, f"{what}: no progress bar on stderr"
+        assert "100%" in bars[-1] and done in bars[-1], (what, bars[-1])
 
 
 def test_load_model_compat(tmp_path):
@@ -160,7 +185,8 @@ def test_load_model_compat(tmp_path):
     safetensors.torch.save_model(src, path)
     dst = torch.nn.Linear(3, 2)
     missing, unexpected = weightlift.torch.load_model(dst, path)
-    assert missing == [] and unexpected == []
+    # safetensors' types: missing is a set, unexpected a list.
+    assert missing == set() and unexpected == []
     assert torch.equal(dst.weight, src.weight)
 
 

@@ -3,8 +3,9 @@
 The reference is safetensors itself, opened on the same file: metadata()
 must tell an absent __metadata__ (None) from an empty one ({}), and every
 get_slice(name)[index] must give the same dtype, shape and bytes (or raise
-the same exception type) for row ranges (read straight from the file) and
-for every other index (loaded whole, then indexed).
+the same exception type) for basic indices (only the rows they touch read
+from the file) and for every other index (loaded whole, then indexed by
+torch). The numpy framework's own rules are in test_dropin_slice.py.
 """
 
 import os
@@ -166,64 +167,52 @@ def test_get_slice_torch_matches_safetensors(slice_file, name, index):
     _assert_same_torch(got, want, what)
 
 
-@pytest.mark.parametrize("index", INDICES, ids=_idx_id)
-@pytest.mark.parametrize("name", [n for n in TENSORS if n != "b"])
-def test_get_slice_numpy_matches_numpy_indexing(slice_file, name, index):
-    # safetensors' own numpy get_slice rejects negative bounds, steps,
-    # Ellipsis and out-of-range stops (and ignores steps), so the reference
-    # here is numpy indexing of safetensors.numpy's full array; the results
-    # safetensors' numpy path does give are checked in the next test.
-    with safetensors.safe_open(slice_file, "np") as ref:
-        full = ref.get_tensor(name)
-    want, want_err = _outcome(lambda: np.asarray(full[index]))
-    with weightlift.safe_open(slice_file, "np") as f:
-        got, got_err = _outcome(lambda: f.get_slice(name)[index])
-    what = f"{name}[{index!r}]"
-    if _reference_raised(what, got_err, want_err):
-        return
-    got = np.asarray(got)
-    assert got.dtype == want.dtype, what
-    assert got.shape == want.shape, what
-    assert got.tobytes() == want.tobytes(), what
+# Indices both frameworks accept (numpy follows safetensors' own rules, which
+# refuse negative slice bounds and out-of-range stops; see
+# test_dropin_slice.py), then torch-only ones.
+ROW_INDICES = [slice(1, 3), 2, -1, (slice(1, 4), slice(None)),
+               (slice(1, 4), E), E, (), (slice(None), 1),
+               slice(None, None, 2), (slice(1, 4), slice(1, 3), 2)]
+ROW_INDICES_PT = [slice(-2, None), slice(3, 1), slice(0, 100),
+                  (slice(-3, None), slice(None), slice(None, None, 2))]
 
 
-@pytest.mark.parametrize("index", [slice(1, 3), slice(None), slice(0, 5),
-                                   2, 0, (slice(1, 3), slice(None)), (1, 2),
-                                   (slice(1, 4), slice(1, 2))], ids=_idx_id)
-@pytest.mark.parametrize("name", ["w", "v", "k", "c"])
-def test_get_slice_numpy_matches_safetensors(slice_file, name, index):
-    ndim = len(TENSORS[name][1])
-    if isinstance(index, tuple) and len(index) > ndim:
-        pytest.skip("safetensors' numpy slicing ignores extra indices")
-    with safetensors.safe_open(slice_file, "np") as ref:
-        want, want_err = _outcome(lambda: ref.get_slice(name)[index])
-    if want_err is not None:
-        pytest.skip(f"safetensors' numpy slicing fails: {want_err!r}")
-    with weightlift.safe_open(slice_file, "np") as f:
-        got = f.get_slice(name)[index]
-    assert isinstance(got, np.ndarray) and isinstance(want, np.ndarray)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape)
-    assert got.tobytes() == want.tobytes()
+def _no_full_load(monkeypatch):
+    def fail(self, names):
+        raise AssertionError(f"whole tensor loaded: {names}")
+    monkeypatch.setattr(_safe_open._Source, "load", fail)
 
 
-ROW_INDICES = [slice(1, 3), slice(-2, None), slice(3, 1), slice(0, 100),
-               2, -1, (slice(1, 4), slice(None)), (slice(1, 4), E), E, ()]
+@pytest.mark.parametrize("framework,index",
+                         [(fw, i) for i in ROW_INDICES for fw in ("pt", "np")]
+                         + [("pt", i) for i in ROW_INDICES_PT],
+                         ids=lambda v: _idx_id(v) if not isinstance(v, str)
+                         else v)
+def test_basic_indices_read_only_the_rows_they_touch(slice_file, monkeypatch,
+                                                     framework, index):
+    """A basic index never loads the whole tensor: it reads the rows of the
+    first dimension it touches (one read), and the result owns exactly its
+    own bytes (no view into a bigger buffer)."""
+    _no_full_load(monkeypatch)
+    reads = []
+    real_pread = _safe_open._pread_exact
 
+    def recording(path, offset, out, name):
+        reads.append(len(out))
+        return real_pread(path, offset, out, name)
 
-@pytest.mark.parametrize("framework", ["pt", "np"])
-@pytest.mark.parametrize("index", ROW_INDICES, ids=_idx_id)
-def test_row_ranges_read_only_their_rows(slice_file, monkeypatch, framework,
-                                         index):
-    """Row ranges never load the whole tensor, and the result owns exactly
-    its own bytes (no view into a bigger buffer)."""
-    def no_full_load(self, name):
-        raise AssertionError(f"get_tensor({name}) called for a row range")
-
-    monkeypatch.setattr(weightlift.safe_open, "get_tensor", no_full_load)
+    monkeypatch.setattr(_safe_open, "_pread_exact", recording)
     with weightlift.safe_open(slice_file, framework) as f:
         part = f.get_slice("w")[index]
     ref = safetensors.torch.load_file(slice_file)["w"]
     want = ref[index]
+    row_bytes = 4 * 3 * 4
+    touched = torch.arange(5)[index if not isinstance(index, tuple)
+                              else index[0] if index and index[0] is not E
+                              else slice(None)]
+    rows = (int(touched.max()) - int(touched.min()) + 1
+            if touched.numel() else 0)
+    assert reads == ([rows * row_bytes] if rows and want.numel() else [])
     if framework == "np":
         assert isinstance(part, np.ndarray)
         root = part
@@ -233,26 +222,29 @@ def test_row_ranges_read_only_their_rows(slice_file, monkeypatch, framework,
         part = torch.from_numpy(part)
     else:
         assert part.storage().nbytes() == want.numel() * 4
+    assert part.shape == want.shape
     assert torch.equal(raw_bytes(part), raw_bytes(want))
 
 
 def test_other_indices_load_the_whole_tensor_once(slice_file, monkeypatch):
+    """Indices beyond basic indexing (new axes, lists) are torch's: the
+    tensor is loaded once, cached on the slice, and indexed with torch."""
     calls = []
-    real = weightlift.safe_open.get_tensor
+    real = _safe_open._Source.load
 
-    def counting(self, name):
-        calls.append(name)
-        return real(self, name)
+    def counting(self, names):
+        calls.append(names)
+        return real(self, names)
 
-    monkeypatch.setattr(weightlift.safe_open, "get_tensor", counting)
+    monkeypatch.setattr(_safe_open._Source, "load", counting)
     with weightlift.safe_open(slice_file, "pt") as f:
         s = f.get_slice("w")
-        a = s[:, 1]
-        b = s[::2]
-        c = s[1:3]  # the tensor is cached now: indexed from it
+        a = s[None]
+        b = s[[0, 2]]
+        c = s[1:3]  # basic: read from the file, not from the cache
     full = safetensors.torch.load_file(slice_file)["w"]
-    assert calls == ["w"]
-    for got, want in ((a, full[:, 1]), (b, full[::2]), (c, full[1:3])):
+    assert calls == [["w"]]
+    for got, want in ((a, full[None]), (b, full[[0, 2]]), (c, full[1:3])):
         assert got.shape == want.shape
         assert torch.equal(raw_bytes(got), raw_bytes(want))
 
@@ -315,15 +307,6 @@ def test_file_shrunk_after_open_raises_ioerror(tmp_path):
         assert "end of file" in str(err.value)
 
 
-def test_slice_after_close_raises(slice_file):
-    with weightlift.safe_open(slice_file, "pt") as f:
-        s = f.get_slice("w")
-    with pytest.raises(weightlift.InvalidArgumentError, match="closed"):
-        s[1:2]
-    with pytest.raises(weightlift.InvalidArgumentError, match="closed"):
-        s[:, 1]
-
-
 def test_row_slice_is_writable_and_independent(slice_file):
     with weightlift.safe_open(slice_file, "pt") as f:
         s = f.get_slice("w")
@@ -336,15 +319,14 @@ def test_row_slice_is_writable_and_independent(slice_file):
         b[...] = 0
 
 
-def test_slice_on_an_unusable_device_raises_as_get_tensor_does(slice_file):
-    """A row range on a handle whose device cannot be loaded onto (an
-    unknown device; cuda where there is none) raises what get_tensor
-    raises, instead of returning a tensor or torch's own error."""
+def test_an_unusable_device_is_refused_at_open(slice_file):
+    """A handle on a device that cannot be loaded onto (an unknown device;
+    cuda where there is none) is refused at safe_open, with the error a
+    load onto that device raises, instead of failing at the first read."""
     from conftest import HAS_CUDA
     devices = ["meta"] + ([] if HAS_CUDA else ["cuda:0"])
     for device in devices:
-        with weightlift.safe_open(slice_file, "pt", device=device) as f:
-            with pytest.raises(weightlift.WeightliftError) as full:
-                f.get_tensor("w")
-            with pytest.raises(type(full.value)):
-                f.get_slice("w")[1:3]
+        with pytest.raises(weightlift.WeightliftError) as load:
+            weightlift.torch.load_file(slice_file, device=device)
+        with pytest.raises(type(load.value)):
+            weightlift.safe_open(slice_file, "pt", device=device)

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Tensor-parallel slice mode on one GPU: n processes share one device, each
+loading rank r's parts of a checkpoint (no NCCL), against the pinned-copy
+ceiling and the peers, all in one run.
+
+    python3 bench/tp_bench.py --ckpt DIR [--sizes 2,4,8] [--device cuda:0]
+                              [--json OUT.json]
+
+For each n:
+  - alone: each rank r in its own fresh process, one at a time; GB/s is the
+    rank's bytes delivered (report.bytes) over the wall time of the load
+    call (CUDA context made before the clock, synchronized after);
+  - together: n processes started, each waits at a barrier (a file), then
+    all load at once; aggregate = sum of bytes / (last end - first start);
+  - peers, rank 0 alone: safetensors get_slice(...)[part] + .to(device) per
+    tensor, and safetensors load_file(device=...) + tensor_split (narrow).
+Every weightlift rank is then checked bit-exact against safetensors'
+get_slice of the same part (outside the clock). The ceiling is a 2 GiB
+pinned host -> device copy, best of 3, measured by this process first.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+LLAMA_PLAN = {
+    "*.self_attn.q_proj.weight": "colwise",
+    "*.self_attn.k_proj.weight": "colwise",
+    "*.self_attn.v_proj.weight": "colwise",
+    "*.self_attn.o_proj.weight": "rowwise",
+    "*.mlp.gate_proj.weight": "colwise",
+    "*.mlp.up_proj.weight": "colwise",
+    "*.mlp.down_proj.weight": "rowwise",
+    "lm_head.weight": "colwise",
+}
+
+
+def files_of(ckpt):
+    return sorted(os.path.join(ckpt, f) for f in os.listdir(ckpt)
+                  if f.endswith(".safetensors"))
+
+
+def part_index(name, shape, n, r):
+    """The rule's part as (dim, start, stop), or None for replicated."""
+    import fnmatch
+    word = next((w for p, w in LLAMA_PLAN.items()
+                 if fnmatch.fnmatchcase(name, p)), "replicate")
+    if word == "colwise" and len(shape) >= 1:
+        dim = 0
+    elif word == "rowwise" and len(shape) >= 2:
+        dim = len(shape) - 1
+    else:
+        return None
+    q, rem = divmod(shape[dim], n)
+    start = r * q + min(r, rem)
+    return dim, start, start + q + (1 if r < rem else 0)
+
+
+def st_slices(ckpt, n, r, device):
+    """safetensors get_slice + .to(device): {name: tensor}."""
+    from safetensors import safe_open
+    out = {}
+    for path in files_of(ckpt):
+        with safe_open(path, framework="pt", device="cpu") as f:
+            for name in f.keys():
+                sl = f.get_slice(name)
+                shape = sl.get_shape()
+                p = part_index(name, shape, n, r)
+                if p is None:
+                    t = f.get_tensor(name)
+                else:
+                    dim, a, b = p
+                    idx = tuple([slice(None)] * dim + [slice(a, b)])
+                    t = sl[idx]
+                out[name] = t.to(device)
+    return out
+
+
+def run_rank(args):
+    import torch
+    dev = args.device
+    cuda = dev.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(torch.device(dev))
+    torch.empty(1, device=dev)  # the CUDA context, before the clock
+    import weightlift  # noqa: F401 - imported before the clock
+    import safetensors.torch  # noqa: F401
+    open(args.ready, "w").close()
+    while not os.path.exists(args.go):
+        time.sleep(0.0005)
+    t0 = time.time()
+    report = None
+    if args.method == "weightlift":
+        got = weightlift.load_checkpoint(args.ckpt, device=dev,
+                                         tp_rank=args.r, tp_size=args.n,
+                                         tp_plan=LLAMA_PLAN)
+        report = got.report
+    elif args.method == "st_get_slice":
+        got = st_slices(args.ckpt, args.n, args.r, dev)
+    else:  # st_full_narrow
+        got = {}
+        for path in files_of(args.ckpt):
+            full = safetensors.torch.load_file(path, device=dev)
+            for name, t in full.items():
+                p = part_index(name, list(t.shape), args.n, args.r)
+                got[name] = t if p is None else t.narrow(p[0], p[1],
+                                                         p[2] - p[1])
+    if cuda:
+        torch.cuda.synchronize(dev)
+    t1 = time.time()
+    nbytes = sum(t.numel() * t.element_size() for t in got.values())
+    out = {"method": args.method, "n": args.n, "r": args.r, "t0": t0,
+           "t1": t1, "seconds": t1 - t0, "bytes": nbytes,
+           "gb_per_s": nbytes / (t1 - t0) / 1e9}
+    if report is not None:
+        out["bytes_read"] = report.bytes_read
+        out["report_seconds"] = report.seconds
+        out["notes"] = report.notes[:6]
+    if args.verify and args.method == "weightlift":
+        want = st_slices(args.ckpt, args.n, args.r, dev)
+        bad = [k for k in want if k not in got or got[k].dtype != want[k].dtype
+               or got[k].shape != want[k].shape
+               or not torch.equal(got[k], want[k])]
+        out["bit_exact"] = not bad and len(got) == len(want)
+        out["mismatch"] = bad[:5]
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+
+
+def pinned_ceiling(device):
+    import torch
+    if not device.startswith("cuda"):
+        return 0.0  # a smoke run on cpu: no host -> device hop
+    size = 2 << 30
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    host.fill_(1)
+    dst = torch.empty(size, dtype=torch.uint8, device=device)
+    best = 0.0
+    for _ in range(3):
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        dst.copy_(host, non_blocking=True)
+        torch.cuda.synchronize(device)
+        best = max(best, size / (time.perf_counter() - t0) / 1e9)
+    del host, dst
+    torch.cuda.empty_cache()
+    return best
+
+
+def launch(args, method, n, ranks, tag, verify=False):
+    """Starts one process per rank in RANKS, releases them together, and
+    returns their results."""
+    work = os.path.join(args.work, tag)
+    os.makedirs(work, exist_ok=True)
+    go = os.path.join(work, "go")
+    if os.path.exists(go):
+        os.remove(go)
+    procs = []
+    for r in ranks:
+        cmd = [sys.executable, os.path.abspath(__file__), "rank", "--ckpt",
+               args.ckpt, "--device", args.device, "--n", str(n), "--r",
+               str(r), "--method", method, "--go", go,
+               "--ready", os.path.join(work, f"ready{r}"),
+               "--out", os.path.join(work, f"out{r}.json")]
+        if verify:
+            cmd.append("--verify")
+        procs.append(subprocess.Popen(cmd))
+    deadline = time.time() + 300
+    while not all(os.path.exists(os.path.join(work, f"ready{r}"))
+                  for r in ranks):
+        if time.time() > deadline or any(p.poll() not in (None, 0)
+                                          for p in procs):
+            break
+        time.sleep(0.01)
+    open(go, "w").close()
+    results = []
+    for r, p in zip(ranks, procs):
+        rc = p.wait(timeout=600)
+        path = os.path.join(work, f"out{r}.json")
+        if rc != 0 or not os.path.exists(path):
+            results.append({"method": method, "n": n, "r": r, "error":
+                            f"exit {rc}"})
+            continue
+        with open(path) as f:
+            results.append(json.load(f))
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd")
+    rank = sub.add_parser("rank")
+    for a in ("--ckpt", "--device", "--method", "--go", "--ready", "--out"):
+        rank.add_argument(a, required=True)
+    rank.add_argument("--n", type=int, required=True)
+    rank.add_argument("--r", type=int, required=True)
+    rank.add_argument("--verify", action="store_true")
+    ap.add_argument("--ckpt")
+    ap.add_argument("--sizes", default="2,4,8")
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--json")
+    ap.add_argument("--work", default="/tmp/wl_tp_bench")
+    args = ap.parse_args()
+    if args.cmd == "rank":
+        return run_rank(args)
+
+    import torch
+    file_bytes = sum(os.path.getsize(p) for p in files_of(args.ckpt))
+    ceiling = pinned_ceiling(args.device)
+    print(f"checkpoint {args.ckpt}: {file_bytes / 1e9:.2f} GB; pinned-copy "
+          f"ceiling {ceiling:.1f} GB/s", flush=True)
+    del torch
+    rows, fails = [], []
+    for n in (int(x) for x in args.sizes.split(",")):
+        alone = []
+        for r in range(n):
+            alone += launch(args, "weightlift", n, [r], f"alone-{n}-{r}",
+                            verify=True)
+        together = launch(args, "weightlift", n, list(range(n)),
+                          f"together-{n}")
+        st_slice = launch(args, "st_get_slice", n, [0], f"st-slice-{n}")
+        st_full = launch(args, "st_full_narrow", n, [0], f"st-full-{n}")
+        for res in alone + together + st_slice + st_full:
+            if "error" in res:
+                fails.append(f"n={n} {res['method']} rank {res['r']}: "
+                             f"{res['error']}")
+        ok = [a for a in alone if "error" not in a]
+        tog = [t for t in together if "error" not in t]
+        agg = (sum(t["bytes"] for t in tog)
+               / (max(t["t1"] for t in tog) - min(t["t0"] for t in tog))
+               / 1e9) if len(tog) == n else 0.0
+        row = {
+            "n": n,
+            "alone_gb_per_s": [round(a["gb_per_s"], 2) for a in ok],
+            "alone_min_gb_per_s": min((a["gb_per_s"] for a in ok),
+                                      default=0.0),
+            "bytes_read_fraction_max": max((a["bytes_read"] / file_bytes
+                                            for a in ok), default=0.0),
+            "bit_exact": bool(ok) and len(ok) == n and all(
+                a.get("bit_exact") for a in ok),
+            "together_aggregate_gb_per_s": agg,
+            "together_vs_ceiling": agg / ceiling if ceiling else 0.0,
+            "st_get_slice_rank0_gb_per_s": st_slice[0].get("gb_per_s", 0.0),
+            "st_full_narrow_rank0_gb_per_s": st_full[0].get("gb_per_s", 0.0),
+            "alone": alone, "together": together,
+        }
+        rows.append(row)
+        print(f"n={n}: each rank alone {min(row['alone_gb_per_s'] or [0]):.1f}"
+              f"-{max(row['alone_gb_per_s'] or [0]):.1f} GB/s (goal >= 45), "
+              f"bytes read <= {row['bytes_read_fraction_max']:.3f} of the "
+              f"file, bit-exact {row['bit_exact']}; together "
+              f"{agg:.1f} GB/s = {row['together_vs_ceiling']:.2f}x ceiling "
+              f"(goal >= 0.9); safetensors get_slice+.to "
+              f"{row['st_get_slice_rank0_gb_per_s']:.2f} GB/s, full load + "
+              f"narrow {row['st_full_narrow_rank0_gb_per_s']:.2f} GB/s "
+              f"(rank 0)", flush=True)
+    for f in fails:
+        print("FAILED:", f, flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"ckpt": args.ckpt, "file_bytes": file_bytes,
+                       "pinned_ceiling_gb_per_s": ceiling, "rows": rows,
+                       "failures": fails}, f, indent=1)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+// Tensor-parallel shard rule: which part of each tensor rank r of n loads.
+//
+//   weightlift::TensorParallel tp;
+//   tp.rank = 1; tp.size = 4;
+//   tp.plan = {{"*.q_proj.weight", ShardStyle::kColwise},
+//              {"*.o_proj.weight", ShardStyle::kRowwise}};
+//   auto shards = weightlift::ShardTensors(ckpt.tensors(), tp);
+//
+// The words are transformers' tp_plan words; a plan is an ordered list of
+// glob patterns (fnmatch over the full tensor name, first match wins):
+//   colwise    splits dim 0 (a Linear's output features, and its bias)
+//   rowwise    splits the last dim of tensors with 2 or more dims; a 1-D or
+//              0-D tensor under rowwise is replicated (a row-parallel bias)
+//   replicate  every rank loads the whole tensor
+// A name no pattern matches is replicated. Parts are those of
+// torch.tensor_split(t, n, dim): the first size % n parts are one longer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/status.h"
+
+namespace weightlift {
+
+enum class ShardStyle : uint8_t { kReplicate, kColwise, kRowwise };
+
+// "replicate", "colwise", "rowwise".
+std::string_view ShardStyleName(ShardStyle style);
+// The three words above; InvalidArgument naming the word otherwise.
+StatusOr<ShardStyle> ParseShardStyle(std::string_view word);
+
+struct TpPlanEntry {
+  std::string pattern;  // fnmatch glob over the full tensor name
+  ShardStyle style = ShardStyle::kReplicate;
+};
+
+struct TensorParallel {
+  int rank = 0;
+  int size = 1;                   // 1: every tensor whole
+  std::vector<TpPlanEntry> plan;  // first match wins
+
+  // InvalidArgument when size < 1, rank < 0 or rank >= size, or a pattern
+  // is empty.
+  Status Validate() const;
+};
+
+// One tensor's part for one rank: elements [start, stop) of dimension
+// `dim`, every other dimension whole. A replicated tensor has dim == -1 and
+// covers everything.
+struct TensorShard {
+  uint32_t tensor = 0;  // index into the tensors given to ShardTensors
+  ShardStyle style = ShardStyle::kReplicate;  // what was applied (a 1-D
+                                              // rowwise tensor: kReplicate)
+  int dim = -1;
+  uint64_t start = 0;
+  uint64_t stop = 0;
+  std::vector<uint64_t> shape;  // the part's shape
+  uint64_t bytes = 0;           // the part's bytes
+  // Contiguous runs of the part in the tensor's bytes: 1 for replicated and
+  // dim-0 parts; rows of the leading dims for a last-dim part.
+  uint64_t runs = 0;
+  uint64_t run_bytes = 0;   // bytes per run
+  uint64_t run_stride = 0;  // bytes from one run's start to the next's
+  uint64_t first_byte = 0;  // the first run's offset within the tensor
+  bool is_split() const { return dim >= 0; }
+};
+
+struct ShardedTensors {
+  std::vector<TensorShard> shards;  // one per tensor, in the given order
+  uint64_t split_bytes = 0;         // this rank's bytes of split tensors
+  uint64_t replicated_bytes = 0;    // bytes of tensors every rank loads
+  // One line per plan pattern that matched no tensor (not an error).
+  std::vector<std::string> warnings;
+};
+
+// Applies TP to TENSORS (usually ckpt.tensors()). InvalidArgument for a bad
+// TP (see Validate); Unsupported when a split would cut a byte of a
+// sub-byte dtype (F4, F6) in two, naming the tensor.
+StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
+                                      const TensorParallel& tp);
+
+// The plan's first pattern matching NAME (fnmatch, no escapes, '*' also
+// matches '.' and '/'), or nullptr.
+const TpPlanEntry* MatchPlan(std::span<const TpPlanEntry> plan,
+                             std::string_view name);
+
+// Part R of N of a dimension of LENGTH, as torch.tensor_split: [start, stop).
+struct SplitRange {
+  uint64_t start = 0;
+  uint64_t stop = 0;
+};
+SplitRange TensorSplitRange(uint64_t length, int n, int r);
+
+}  // namespace weightlift

@@ -1,0 +1,520 @@
+"""Tensor-parallel loading: ``tp_rank``, ``tp_size``, ``tp_plan`` and
+``process_group``, the keyword arguments of load_checkpoint, load_file,
+iter_tensors and load_into.
+
+Slice mode (tp_size / tp_rank, no process_group): this process reads only
+its part of each split tensor plus the replicated tensors. The shard rule is
+the C++ one (include/weightlift/tensor_parallel.h, via _native.tp_shards):
+colwise splits dim 0, rowwise the last dim of tensors with 2 or more dims, a
+name no pattern matches is replicated, parts are torch.tensor_split's.
+
+Group mode (process_group given) lives in weightlift._group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _core, _dtypes, _errors, _native
+from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
+from .report import LoadReport
+
+# The keyword arguments this module takes out of a load call's options.
+TP_KEYWORDS = ("tp_rank", "tp_size", "tp_plan", "process_group",
+               "group_timeout")
+
+# transformers' tp_plan words that shard a weight like colwise / rowwise.
+_COLWISE_WORDS = {"colwise", "colwise_rep", "local_colwise", "packed_colwise"}
+_ROWWISE_WORDS = {"rowwise", "rowwise_rep", "local_rowwise",
+                  "packed_rowwise"}
+
+DEFAULT_GROUP_TIMEOUT_S = 300.0
+
+
+@dataclass
+class TpRequest:
+    rank: Optional[int]
+    size: Optional[int]
+    plan: List[Tuple[str, str]]
+    group: Any = None
+    timeout: float = DEFAULT_GROUP_TIMEOUT_S
+    sharded: bool = False  # tp_* given: slices; else group mode, full
+    notes: List[str] = field(default_factory=list)
+
+
+def _raise(err: Tuple[str, str]):
+    raise _errors.from_status(err[0], None, err[1])
+
+
+def take_tp(options: Dict[str, Any], path: Any) -> Optional[TpRequest]:
+    """Removes the TP keywords from OPTIONS; None when none was given (a
+    plain load). Checks their types and combinations; ranges are checked by
+    the C++ TensorParallel::Validate."""
+    given = {k: options.pop(k) for k in TP_KEYWORDS if k in options}
+    rank, size = given.get("tp_rank"), given.get("tp_size")
+    plan, group = given.get("tp_plan"), given.get("process_group")
+    timeout = given.get("group_timeout")
+    if rank is None and size is None and plan is None and group is None:
+        if timeout is not None:
+            raise TypeError("group_timeout needs a process_group")
+        return None
+    for key, value in (("tp_rank", rank), ("tp_size", size)):
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, int)):
+            raise TypeError(f"{key}: expected an int, got {value!r}")
+    sharded = rank is not None or size is not None or plan is not None
+    if timeout is None:
+        timeout = DEFAULT_GROUP_TIMEOUT_S
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or timeout <= 0:
+        raise TypeError(f"group_timeout: expected seconds > 0, got "
+                        f"{timeout!r}")
+    req = TpRequest(rank=rank, size=size, plan=[], group=group,
+                    timeout=float(timeout), sharded=sharded)
+    if group is None:
+        if size is None or rank is None:
+            missing = "tp_size" if size is None else "tp_rank"
+            raise InvalidArgumentError(
+                f"{missing} is required with "
+                + ", ".join(f"{k}={given[k]!r}" for k in
+                            ("tp_rank", "tp_size", "tp_plan")
+                            if given.get(k) is not None)
+                + " (or pass process_group= to take both from the group)",
+                code="InvalidArgument")
+    req.plan = normalize_plan(plan, path, req.notes)
+    return req
+
+
+def normalize_plan(plan: Any, path: Any, notes: List[str]
+                   ) -> List[Tuple[str, str]]:
+    """[(pattern, word)] in order from a dict, a list of pairs, a JSON file
+    (a path ending in .json holding an object), or "auto"."""
+    if plan is None:
+        return []
+    if isinstance(plan, (str, os.PathLike)):
+        text = os.fspath(plan)
+        if text == "auto":
+            return auto_plan(path, notes)
+        return _plan_from_json_file(text)
+    if isinstance(plan, dict):
+        items = list(plan.items())
+    else:
+        try:
+            items = [tuple(p) for p in plan]
+        except TypeError:
+            raise TypeError(f"tp_plan: expected a dict of pattern -> word, "
+                            f"a list of pairs, a .json file or 'auto', got "
+                            f"{type(plan)!r}") from None
+    out = []
+    for item in items:
+        if len(item) != 2 or not all(isinstance(x, str) for x in item):
+            raise TypeError(f"tp_plan: entries must be (pattern, word) "
+                            f"strings, got {item!r}")
+        out.append((item[0], item[1]))
+    return out
+
+
+def _plan_from_json_file(path: str) -> List[Tuple[str, str]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise NotFoundError(f"tp_plan file {path}: not found (tp_plan is a "
+                            f"dict, a .json file or 'auto')",
+                            code="NotFound") from None
+    except (OSError, ValueError) as e:
+        raise InvalidArgumentError(f"tp_plan file {path}: {e}",
+                                   code="InvalidArgument") from None
+    if isinstance(data, dict) and isinstance(data.get("tp_plan"), dict):
+        data = data["tp_plan"]
+    if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str)
+            for k, v in data.items()):
+        raise InvalidArgumentError(
+            f"tp_plan file {path}: expected a JSON object of pattern -> "
+            f"\"colwise\" | \"rowwise\" | \"replicate\"",
+            code="InvalidArgument")
+    return list(data.items())
+
+
+def _checkpoint_folder(path: Any) -> str:
+    p = os.fspath(path)
+    return p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
+
+
+def plan_from_transformers(base_plan: Dict[str, str],
+                           model_plan: Dict[str, str], base_prefix: str,
+                           notes: List[str]) -> List[Tuple[str, str]]:
+    """Glob patterns over full tensor names from transformers' module-level
+    plans: BASE_PLAN keys are relative to the base model (prefix
+    BASE_PREFIX, e.g. "model"), MODEL_PLAN keys to the whole model. A key K
+    names a module; its tensors are "K.*". transformers' words that shard
+    the weight like colwise or rowwise map to those; any other word is
+    replicated here (with a note)."""
+    out: List[Tuple[str, str]] = []
+
+    def word_of(word: str) -> str:
+        if word in _COLWISE_WORDS:
+            return "colwise"
+        if word in _ROWWISE_WORDS:
+            return "rowwise"
+        if word != "replicate":
+            notes.append(f"tp_plan auto: transformers' word {word!r} is "
+                         f"loaded replicated")
+        return "replicate"
+
+    for key, word in model_plan.items():
+        out.append((f"{key}.*", word_of(word)))
+    for key, word in base_plan.items():
+        w = word_of(word)
+        if base_prefix:
+            out.append((f"{base_prefix}.{key}.*", w))
+        out.append((f"{key}.*", w))  # a checkpoint of the base model alone
+    return out
+
+
+def auto_plan(path: Any, notes: List[str]) -> List[Tuple[str, str]]:
+    """tp_plan="auto": the plan of the transformers model class named in
+    the checkpoint folder's config.json."""
+    folder = _checkpoint_folder(path)
+    config_path = os.path.join(folder, "config.json")
+    if not os.path.exists(config_path):
+        raise NotFoundError(f"tp_plan='auto': {config_path} not found (the "
+                            f"model class comes from config.json)",
+                            code="NotFound")
+    try:
+        import transformers
+    except ImportError:
+        raise UnsupportedError(
+            "tp_plan='auto' needs the transformers package (not installed); "
+            "pass tp_plan as a dict of pattern -> colwise|rowwise|replicate",
+            code="Unsupported") from None
+    config = transformers.AutoConfig.from_pretrained(folder)
+    base_plan = dict(getattr(config, "base_model_tp_plan", None) or {})
+    model_plan: Dict[str, str] = {}
+    prefix = "model"
+    for arch in getattr(config, "architectures", None) or []:
+        cls = getattr(transformers, arch, None)
+        if cls is not None:
+            model_plan = dict(getattr(cls, "_tp_plan", None) or {})
+            prefix = getattr(cls, "base_model_prefix", prefix) or prefix
+            break
+    if not base_plan and not model_plan:
+        raise UnsupportedError(
+            f"tp_plan='auto': transformers {transformers.__version__} has no "
+            f"tp plan for {config_path} (model_type "
+            f"{getattr(config, 'model_type', '?')!r})", code="Unsupported")
+    notes.append(f"tp_plan auto: from transformers "
+                 f"{transformers.__version__} for "
+                 f"{(getattr(config, 'architectures', None) or ['?'])[0]}")
+    return plan_from_transformers(base_plan, model_plan, prefix, notes)
+
+
+# ---- the shard rule (C++) --------------------------------------------------
+
+@dataclass
+class Shard:
+    """One tensor's part for this rank (see TensorShard in C++)."""
+    name: str
+    dtype: str
+    full_shape: Tuple[int, ...]
+    file: int
+    offset: int
+    dim: int  # -1: replicated
+    start: int
+    stop: int
+    shape: Tuple[int, ...]
+    bytes: int
+    runs: int
+    run_bytes: int
+    run_stride: int
+    first_byte: int
+    style: str
+
+    @property
+    def split(self) -> bool:
+        return self.dim >= 0
+
+
+def shards(tensors: List[tuple], rank: int, size: int,
+           plan: List[Tuple[str, str]]) -> Tuple[List[Shard], dict]:
+    """Every tensor's Shard for RANK of SIZE; the C++ answer's totals and
+    warnings in the dict. Raises the C++ error for a bad TP."""
+    got = _native.tp_shards(tensors, rank, size, plan)
+    if "error" in got:
+        _raise(got["error"])
+    out = []
+    for t, s in zip(tensors, got["shards"]):
+        name, dt, shape, file, offset, _ = t
+        out.append(Shard(name, dt, tuple(shape), file, offset, s[0], s[1],
+                         s[2], tuple(s[3]), s[4], s[5], s[6], s[7], s[8],
+                         s[9]))
+    return out, got
+
+
+def tp_notes(req: TpRequest, info: dict, rank: int, size: int) -> List[str]:
+    notes = [f"tp: rank {rank} of {size}: {info['split_bytes']} bytes of "
+             f"split tensors, {info['replicated_bytes']} replicated"]
+    notes += [f"tp: warning: {w}" for w in info["warnings"]]
+    return notes + req.notes
+
+
+# ---- reading parts ---------------------------------------------------------
+
+def read_runs(path: str, shard: Shard, out: memoryview) -> int:
+    """Reads SHARD's runs (its bytes, in order) from PATH into OUT; returns
+    the bytes read. Each run is one positioned read (looped for short reads
+    and EINTR); a file that ends early is an error naming tensor, offset and
+    length."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        pos = 0
+        base = shard.offset + shard.first_byte
+        for i in range(shard.runs):
+            at = base + i * shard.run_stride
+            view = out[pos:pos + shard.run_bytes]
+            done = 0
+            while done < shard.run_bytes:
+                try:
+                    got = os.preadv(fd, [view[done:]], at + done)
+                except OSError as e:
+                    raise _errors.WeightliftIOError(
+                        f"{path}: tensor '{shard.name}': read of "
+                        f"{shard.run_bytes - done} bytes at offset "
+                        f"{at + done} failed: {os.strerror(e.errno)} "
+                        f"({e.errno})", code="IoError") from None
+                if got == 0:
+                    raise _errors.WeightliftIOError(
+                        f"{path}: tensor '{shard.name}': unexpected end of "
+                        f"file at offset {at + done} ({shard.run_bytes - done}"
+                        f" bytes of the part missing)", code="IoError")
+                done += got
+            pos += shard.run_bytes
+        return pos
+    finally:
+        os.close(fd)
+
+
+def read_part_into(ckpt, shard: Shard, buf) -> int:
+    """Fills BUF (a 1-D uint8 torch tensor of shard.bytes, any device) with
+    SHARD's bytes; returns bytes read. CUDA buffers are filled from a host
+    copy."""
+    import torch
+
+    if shard.bytes == 0:
+        return 0
+    path = ckpt.files()[shard.file]["resolved_path"] or \
+        ckpt.files()[shard.file]["path"]
+    host = buf if buf.device.type == "cpu" else torch.empty(
+        shard.bytes, dtype=torch.uint8, pin_memory=True)
+    n = read_runs(path, shard, memoryview(host.numpy()).cast("B"))
+    if host is not buf:
+        buf.copy_(host, non_blocking=False)
+    return n
+
+
+# ---- slice mode --------------------------------------------------------------
+
+def has_slice_loads() -> bool:
+    """The native loader reads slices itself (Loader::LoadSlices)."""
+    return hasattr(_native.Loader, "start_load_slices")
+
+
+def slice_request(s: Shard, dim: int = -1, start: int = 0, stop: int = 0):
+    """(name, [(start, stop, step)] per dim) for LoadSlices: SHARD's part,
+    or (DIM >= 0) rows [START, STOP) of dim DIM; [] is the whole tensor."""
+    if dim < 0 and not s.split:
+        return (s.name, [])
+    dims = [(0, d, 1) for d in s.full_shape]
+    if dim >= 0:
+        dims[dim] = (start, stop, 1)
+    else:
+        dims[s.dim] = (s.start, s.stop, 1)
+    return (s.name, dims)
+
+
+def slice_requests(parts: List[Shard]) -> list:
+    return [slice_request(s) for s in parts]
+
+
+def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
+                progress: bool = False):
+    """Slice mode: [(name, tensor)] in checkpoint order and the report.
+    Replicated tensors go through the C++ loader; split tensors' parts are
+    read run by run into memory on DEVICE."""
+    import torch
+
+    t0 = time.perf_counter()
+    ckpt = _core.open_checkpoint(path)
+    tensors = ckpt.tensors()
+    parts, info = shards(tensors, req.rank, req.size, req.plan)
+    notes = tp_notes(req, info, req.rank, req.size)
+    if has_slice_loads():
+        with _core.pooled_loader(dict(options, device=device)) as loader:
+            job = loader.start_load_slices(ckpt, slice_requests(parts))
+            total = sum(s.bytes for s in parts)
+            report = _core.wait(job, progress, total)
+            items = job.take_tensors(False)
+        out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
+               for name, dt, shape, data in items]
+        t1 = time.perf_counter()
+        report = make_report(device, [report], len(parts), total, 0, t1 - t0,
+                             0.0, notes)
+        _core.set_last_report(report)
+        return out, report
+    whole = [s.name for s in parts if not s.split]
+    loaded: Dict[str, Any] = {}
+    reports: List[LoadReport] = []
+    if whole:
+        items, dev, rep = _core.load_raw(ckpt, names=whole, progress=progress,
+                                         device=device, **options)
+        for name, dt, shape, data in items:
+            loaded[name] = _dtypes.to_torch(dt, shape, data, dev)
+        reports.append(rep)
+    t_parts = time.perf_counter()
+    part_bytes = 0
+    for s in parts:
+        if not s.split:
+            continue
+        buf = torch.empty(s.bytes, dtype=torch.uint8, device=device)
+        part_bytes += read_part_into(ckpt, s, buf)
+        loaded[s.name] = (_dtypes.view_torch(buf, s.dtype, s.shape)
+                          if s.bytes else
+                          _dtypes.view_torch(None, s.dtype, s.shape).to(device))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+    t1 = time.perf_counter()
+    report = make_report(device, reports, len(parts),
+                         sum(s.bytes for s in parts), part_bytes,
+                         t1 - t0, t1 - t_parts,
+                         tp_notes(req, info, req.rank, req.size))
+    _core.set_last_report(report)
+    return [(s.name, loaded[s.name]) for s in parts], report
+
+
+def make_report(device: str, reports: List[LoadReport], tensors: int,
+                delivered: int, extra_read: int, seconds: float,
+                extra_seconds: float, notes: List[str]) -> LoadReport:
+    """One LoadReport for a TP load: the C++ loads' reports plus the bytes
+    read outside them (parts; in group mode nothing else is read)."""
+    d = {"device": device, "tensors": tensors, "bytes": delivered,
+         "bytes_read": extra_read, "seconds": seconds, "open_seconds": 0.0,
+         "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,
+         "staging_bytes": 0, "device_bytes": 0, "threads": 0, "files": [],
+         "notes": []}
+    texts = []
+    for r in reports:
+        d["bytes_read"] += r.bytes_read or 0
+        d["open_seconds"] += r.open_seconds or 0
+        d["alloc_seconds"] += r.alloc_seconds or 0
+        d["transfer_seconds"] += r.transfer_seconds or 0
+        d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes or 0)
+        d["device_bytes"] += r.device_bytes or 0
+        d["threads"] = max(d["threads"], r.threads or 0)
+        d["files"] += [f.as_dict() for f in r.files]
+        d["notes"] += r.notes
+        texts.append(str(r))
+    d["notes"] = notes + d["notes"]
+    d["gb_per_s"] = delivered / seconds / 1e9 if seconds else 0.0
+    d["text"] = "\n".join(
+        [f"tensor-parallel load on {device}: {tensors} tensors, {delivered} "
+         f"bytes delivered, {d['bytes_read']} bytes read, {seconds:.3f} s"]
+        + [f"  {n}" for n in d["notes"]] + texts)
+    return LoadReport(d)
+
+
+# ---- entry points (load_checkpoint, load_file, iter_tensors, load_into) ----
+
+def load(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
+         progress: bool = False, numpy: bool = False):
+    """[(name, tensor)] in checkpoint order and the report, in slice or
+    group mode."""
+    if numpy:
+        raise UnsupportedError("tp_* and process_group load torch tensors "
+                               "(framework='pt')", code="Unsupported")
+    if "zero_copy" in options and options["zero_copy"]:
+        raise UnsupportedError("zero_copy=True cannot be combined with tp_* "
+                               "or process_group", code="Unsupported")
+    if req.group is not None:
+        from . import _group
+        return _group.load_group(path, device, req, options, progress)
+    return load_sliced(path, device, req, options, progress)
+
+
+class TpIterator:
+    """iter_tensors with tp_* / process_group: the load runs to its end
+    first (collectives need every rank), then yields (name, tensor) in
+    checkpoint order; ``.report`` is set from the start."""
+
+    def __init__(self, items, report: LoadReport):
+        self._items = iter(items)
+        self.report = report
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._items)
+
+    def close(self) -> None:
+        self._items = iter(())
+
+
+def load_into_tp(target: Any, checkpoint: Any, req: TpRequest, strict: bool,
+                 progress: bool, options: Dict[str, Any]) -> LoadReport:
+    """load_into with tp_* / process_group: TARGET holds this rank's parts
+    (shapes as the shard rule gives them). The parts are loaded, then
+    copied into the targets (one copy per tensor, on the target's device)."""
+    from ._load_into import _describe_ckpt, _listing, _targets
+    from ._options import device_string
+
+    targets = _targets(target)
+    devices = {device_string(t.device) for t in targets.values()
+               if hasattr(t, "device")}
+    want = options.pop("device", None)
+    if want is not None:
+        devices = {device_string(want)}
+    if len(devices) > 1:
+        raise InvalidArgumentError(
+            f"load_into with tp: the targets are on several devices "
+            f"{sorted(devices)}", code="InvalidArgument")
+    device = devices.pop() if devices else "cpu"
+    items, report = load(checkpoint, device, req, options, progress)
+    loaded = dict(items)
+    missing = [n for n in targets if n not in loaded]
+    unexpected = [n for n in loaded if n not in targets]
+    if strict and (missing or unexpected):
+        parts = []
+        if missing:
+            parts.append(f"missing from the checkpoint: {_listing(missing)}")
+        if unexpected:
+            parts.append(f"not in the target: {_listing(unexpected)}")
+        raise InvalidArgumentError(
+            f"load_into {_describe_ckpt(_core.open_checkpoint(checkpoint))} "
+            f"(strict): " + "; ".join(parts), code="InvalidArgument")
+    errors = []
+    for name, t in targets.items():
+        src = loaded.get(name)
+        if src is None:
+            continue
+        if tuple(t.shape) != tuple(src.shape) or t.dtype != src.dtype:
+            errors.append(f"{name!r}: this rank's part is {src.dtype} "
+                          f"{list(src.shape)}, the target {t.dtype} "
+                          f"{list(t.shape)}")
+    if errors:
+        raise InvalidArgumentError(
+            f"load_into with tp: {len(errors)} tensor(s) cannot be loaded: "
+            + "; ".join(errors[:10]), code="InvalidArgument")
+    import torch
+    with torch.no_grad():
+        for name, t in targets.items():
+            if name in loaded:
+                t.copy_(loaded[name])
+    report.missing_keys = missing
+    report.unexpected_keys = unexpected
+    _core.set_last_report(report)
+    return report

@@ -1,0 +1,253 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/group_exec.h"
+#include "dist/nccl_lib.h"
+#include "dist/thread_group.h"
+#include "format/synth.h"
+
+#ifdef WL_HAVE_NCCL_COMMUNICATOR
+#include <cuda_runtime.h>
+
+#include "dist/nccl_communicator.h"
+#endif
+
+namespace weightlift::internal {
+namespace {
+
+using std::chrono::milliseconds;
+
+TensorInfo Tensor(std::string name, std::vector<uint64_t> shape) {
+  TensorInfo t;
+  t.name = std::move(name);
+  t.dtype = DType::kBF16;
+  t.shape = std::move(shape);
+  uint64_t elems = 1;
+  for (uint64_t d : t.shape) elems *= d;
+  t.size = elems * 2;
+  return t;
+}
+
+// A small Llama-shaped set with uneven and empty tensors.
+std::vector<TensorInfo> Tensors() {
+  std::vector<TensorInfo> ts = {Tensor("embed", {500, 64})};
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    ts.push_back(Tensor(p + "q_proj.weight", {64, 64}));
+    ts.push_back(Tensor(p + "k_proj.weight", {24, 64}));
+    ts.push_back(Tensor(p + "o_proj.weight", {64, 64}));
+    ts.push_back(Tensor(p + "up_proj.weight", {172, 64}));
+    ts.push_back(Tensor(p + "down_proj.weight", {64, 172}));
+    ts.push_back(Tensor(p + "norm.weight", {64}));
+  }
+  ts.push_back(Tensor("empty", {0, 64}));
+  ts.push_back(Tensor("lm_head.weight", {512, 64}));
+  return ts;
+}
+
+// Runs PLAN on N threads over a ThreadGroup: each rank fills only what the
+// plan says it reads, then the collectives deliver the rest. Every rank
+// must end with every non-local tensor's bytes.
+void RunAndCheck(const std::vector<TensorInfo>& ts, const GroupPlan& plan,
+                 int n) {
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<uint8_t>> data(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    data[i].resize(ts[i].size);
+    for (auto& b : data[i]) b = static_cast<uint8_t>(rng());
+  }
+  ThreadGroup group(n, milliseconds(20000));
+  std::vector<std::vector<std::vector<uint8_t>>> got(static_cast<size_t>(n));
+  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto& mine = got[static_cast<size_t>(r)];
+      mine.resize(ts.size());
+      std::vector<void*> bufs(ts.size(), nullptr);
+      for (size_t i = 0; i < ts.size(); ++i) {
+        const GroupStep& s = plan.steps[i];
+        if (s.delivery == Delivery::kLocal) continue;
+        mine[i].assign(ts[i].size, 0);
+        bufs[i] = mine[i].data();
+        if (s.delivery == Delivery::kBroadcast && s.root == r) {
+          mine[i] = data[i];
+          bufs[i] = mine[i].data();
+        } else if (s.delivery == Delivery::kAllGather) {
+          const uint64_t at = static_cast<uint64_t>(r) * s.part_bytes;
+          std::memcpy(mine[i].data() + at, data[i].data() + at, s.part_bytes);
+        }
+      }
+      for (uint32_t b = 0; b < plan.batches; ++b) {
+        Status st = RunBatch(plan, ts, b, bufs, group.rank(r));
+        if (!st.ok()) {
+          status[static_cast<size_t>(r)] = st;
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(status[static_cast<size_t>(r)].ok())
+        << status[static_cast<size_t>(r)].ToString();
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (plan.steps[i].delivery == Delivery::kLocal) continue;
+      EXPECT_EQ(got[static_cast<size_t>(r)][i], data[i])
+          << "rank " << r << " tensor " << ts[i].name;
+    }
+  }
+}
+
+TEST(GroupExec, FullModeDeliversEveryTensorToEveryRank) {
+  const auto ts = Tensors();
+  for (int n : {1, 2, 3, 4, 8}) {
+    GroupPlanOptions o;
+    o.allgather_min_bytes = 8 << 10;  // some all-gathers at this size
+    o.batch_bytes = 64 << 10;         // several batches
+    GroupPlan plan = PlanFullGroup(ts, n, o);
+    bool gathered = false;
+    for (const auto& s : plan.steps) {
+      gathered |= s.delivery == Delivery::kAllGather;
+    }
+    EXPECT_EQ(gathered, n == 2 || n == 4 || n == 8) << n;
+    RunAndCheck(ts, plan, n);
+  }
+}
+
+TEST(GroupExec, ShardedModeMovesOnlyReplicatedTensors) {
+  const auto ts = Tensors();
+  TensorParallel tp;
+  tp.size = 4;
+  tp.plan = {{"*_proj.weight", ShardStyle::kColwise}};
+  auto shards = ShardTensors(ts, tp);
+  ASSERT_TRUE(shards.ok());
+  GroupPlanOptions o;
+  o.allgather_min_bytes = 8 << 10;
+  GroupPlan plan = PlanShardedGroup(ts, *shards, 4, o);
+  std::vector<void*> none(ts.size(), nullptr);
+  for (uint32_t b = 0; b < plan.batches; ++b) {
+    for (const Collective& c : BatchCollectives(plan, ts, b, none)) {
+      EXPECT_FALSE(shards->shards[c.tensor].is_split()) << ts[c.tensor].name;
+      EXPECT_NE(ts[c.tensor].size, 0u);
+    }
+  }
+  RunAndCheck(ts, plan, 4);
+}
+
+TEST(ThreadGroup, AMissingRankTimesOutInsteadOfHanging) {
+  ThreadGroup group(2, milliseconds(300));
+  std::vector<uint8_t> buf(16, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = group.rank(0).Broadcast(buf.data(), buf.size(), 0);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
+  EXPECT_NE(s.message().find("not every rank joined within 300 ms"),
+            std::string::npos);
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  // Broken for good: the next collective fails at once.
+  EXPECT_FALSE(group.rank(1).Broadcast(buf.data(), buf.size(), 0).ok());
+}
+
+TEST(NcclCalls, CollectivesBecomeInPlaceNcclCalls) {
+  std::vector<uint8_t> buf(4 * 1024);
+  NcclCall b = BroadcastCall(buf.data(), buf.size(), 3);
+  EXPECT_EQ(b.op, NcclCall::Op::kBroadcast);
+  EXPECT_EQ(b.sendbuff, buf.data());
+  EXPECT_EQ(b.recvbuff, buf.data());
+  EXPECT_EQ(b.count, buf.size());
+  EXPECT_EQ(b.root, 3);
+  NcclCall g = AllGatherCall(buf.data(), 1024, 2);
+  EXPECT_EQ(g.op, NcclCall::Op::kAllGather);
+  EXPECT_EQ(g.sendbuff, buf.data() + 2048);  // rank 2's part, in place
+  EXPECT_EQ(g.recvbuff, buf.data());
+  EXPECT_EQ(g.count, 1024u);
+
+  // A Llama-7B full-mode plan over 8 GPUs: every collective's NCCL call
+  // stays inside its tensor's buffer and all-gathers tile it exactly.
+  auto layout = LayoutTensors("llama2-7b");
+  ASSERT_TRUE(layout.ok());
+  std::vector<TensorInfo> ts;
+  for (const auto& t : *layout) ts.push_back(Tensor(t.name, t.shape));
+  GroupPlan plan = PlanFullGroup(ts, 8, {});
+  std::vector<void*> bufs(ts.size());
+  uint64_t moved = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    bufs[i] = reinterpret_cast<void*>((uint64_t{i} + 1) << 40);  // no memory
+  }
+  for (uint32_t b = 0; b < plan.batches; ++b) {
+    for (const Collective& c : BatchCollectives(plan, ts, b, bufs)) {
+      const auto base = reinterpret_cast<uintptr_t>(bufs[c.tensor]);
+      for (int r = 0; r < 8; ++r) {
+        NcclCall call = c.kind == Collective::Kind::kBroadcast
+                            ? BroadcastCall(c.data, c.bytes, c.root)
+                            : AllGatherCall(c.data, c.bytes, r);
+        const auto send = reinterpret_cast<uintptr_t>(call.sendbuff);
+        EXPECT_GE(send, base);
+        EXPECT_LE(send + call.count, base + ts[c.tensor].size);
+        if (c.kind == Collective::Kind::kAllGather) {
+          EXPECT_EQ(call.count * 8, ts[c.tensor].size);
+        }
+      }
+      moved += ts[c.tensor].size;
+    }
+  }
+  uint64_t total = 0;
+  for (const auto& t : ts) total += t.size;
+  EXPECT_EQ(moved, total);
+}
+
+TEST(NcclLib, LoadsAtRunTimeOrSaysWhy) {
+  StatusOr<const NcclLib*> lib = NcclLib::Get();
+  if (!lib.ok()) {
+    EXPECT_EQ(lib.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(lib.status().message().find("libnccl"), std::string::npos);
+    return;
+  }
+  int version = 0;
+  EXPECT_EQ((*lib)->get_version(&version), kNcclSuccess);
+  EXPECT_GE(version, 20000);  // NCCL 2.x encodes 2.28.9 as 22809
+  EXPECT_NE((*lib)->ErrorText(2).find("ncclSystemError (2)"),
+            std::string::npos);
+}
+
+#ifdef WL_HAVE_NCCL_COMMUNICATOR
+TEST(NcclCommunicator, OneRankOnThisMachineOrAClearError) {
+  if (!NcclLib::Get().ok()) {
+    auto id = NcclCommunicator::MakeUniqueId();
+    ASSERT_FALSE(id.ok());
+    EXPECT_EQ(id.status().code(), StatusCode::kUnsupported);
+    return;
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  auto id = NcclCommunicator::MakeUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto comm = NcclCommunicator::Create(*id, 0, 1, 0, milliseconds(10000));
+  if (devices == 0) {  // this development machine: no GPU
+    ASSERT_FALSE(comm.ok());
+    EXPECT_EQ(comm.status().code(), StatusCode::kCudaError);
+    EXPECT_NE(comm.status().message().find("cudaSetDevice(0)"),
+              std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+  void* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, 1 << 20), cudaSuccess);
+  EXPECT_TRUE((*comm)->Broadcast(dev, 1 << 20, 0).ok());
+  EXPECT_TRUE((*comm)->AllGather(dev, 1 << 20).ok());
+  EXPECT_EQ((*comm)->Broadcast(dev, 16, 1).code(),
+            StatusCode::kInvalidArgument);
+  cudaFree(dev);
+}
+#endif
+
+}  // namespace
+}  // namespace weightlift::internal

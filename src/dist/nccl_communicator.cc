@@ -1,0 +1,145 @@
+#include "dist/nccl_communicator.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <thread>
+
+namespace weightlift::internal {
+namespace {
+
+Status CudaStatus(cudaError_t e, const std::string& what) {
+  return Status::CudaError(what + ": " + cudaGetErrorName(e) + " (" +
+                           cudaGetErrorString(e) + ")");
+}
+
+}  // namespace
+
+StatusOr<NcclUniqueId> NcclCommunicator::MakeUniqueId() {
+  WL_ASSIGN_OR_RETURN(const NcclLib* lib, NcclLib::Get());
+  NcclUniqueId id{};
+  const int r = lib->get_unique_id(&id);
+  if (r != kNcclSuccess) {
+    return Status::IoError("ncclGetUniqueId: " + lib->ErrorText(r));
+  }
+  return id;
+}
+
+StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
+    const NcclUniqueId& id, int rank, int size, int device,
+    std::chrono::milliseconds timeout) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return Status::InvalidArgument("NCCL communicator: rank " +
+                                   std::to_string(rank) + " of " +
+                                   std::to_string(size));
+  }
+  WL_ASSIGN_OR_RETURN(const NcclLib* lib, NcclLib::Get());
+  cudaError_t e = cudaSetDevice(device);
+  if (e != cudaSuccess) {
+    return CudaStatus(
+        e, "NCCL communicator: cudaSetDevice(" + std::to_string(device) + ")");
+  }
+  cudaStream_t stream = nullptr;
+  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    return CudaStatus(e, "NCCL communicator: cudaStreamCreate on cuda:" +
+                             std::to_string(device));
+  }
+  NcclComm comm = nullptr;
+  const int r = lib->comm_init_rank(&comm, size, id, rank);
+  if (r != kNcclSuccess) {
+    cudaStreamDestroy(stream);
+    return Status::IoError("ncclCommInitRank (rank " + std::to_string(rank) +
+                           " of " + std::to_string(size) + " on cuda:" +
+                           std::to_string(device) + "): " + lib->ErrorText(r));
+  }
+  return std::unique_ptr<NcclCommunicator>(
+      new NcclCommunicator(lib, comm, stream, rank, size, device, timeout));
+}
+
+NcclCommunicator::NcclCommunicator(const NcclLib* lib, NcclComm comm,
+                                   void* stream, int rank, int size, int device,
+                                   std::chrono::milliseconds timeout)
+    : lib_(lib),
+      comm_(comm),
+      stream_(stream),
+      rank_(rank),
+      size_(size),
+      device_(device),
+      timeout_(timeout) {}
+
+NcclCommunicator::~NcclCommunicator() {
+  cudaSetDevice(device_);
+  if (broken_) {
+    lib_->comm_abort(comm_);
+  } else {
+    cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+    lib_->comm_destroy(comm_);
+  }
+  cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+Status NcclCommunicator::Broadcast(void* data, uint64_t bytes, int root) {
+  if (root < 0 || root >= size_) {
+    return Status::InvalidArgument("NCCL broadcast: root " +
+                                   std::to_string(root) + " outside the group");
+  }
+  return Issue(BroadcastCall(data, bytes, root), "ncclBroadcast");
+}
+
+Status NcclCommunicator::AllGather(void* data, uint64_t part_bytes) {
+  return Issue(AllGatherCall(data, part_bytes, rank_), "ncclAllGather");
+}
+
+Status NcclCommunicator::Issue(const NcclCall& c, const char* what) {
+  if (broken_) {
+    return Status::IoError(std::string(what) +
+                           ": the communicator was aborted earlier");
+  }
+  if (c.count == 0) return Status::OK();
+  cudaSetDevice(device_);
+  const int r = c.op == NcclCall::Op::kBroadcast
+                    ? lib_->broadcast(c.sendbuff, c.recvbuff, c.count,
+                                      kNcclUint8, c.root, comm_, stream_)
+                    : lib_->all_gather(c.sendbuff, c.recvbuff, c.count,
+                                       kNcclUint8, comm_, stream_);
+  if (r != kNcclSuccess && r != kNcclInProgress) {
+    broken_ = true;
+    return Status::IoError(std::string(what) + " of " +
+                           std::to_string(c.count) +
+                           " bytes: " + lib_->ErrorText(r));
+  }
+  return Wait(what);
+}
+
+Status NcclCommunicator::Wait(const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream_));
+    if (e == cudaSuccess) return Status::OK();
+    if (e != cudaErrorNotReady) {
+      broken_ = true;
+      return CudaStatus(
+          e, std::string(what) + " on cuda:" + std::to_string(device_));
+    }
+    int async = kNcclSuccess;
+    lib_->comm_get_async_error(comm_, &async);
+    if (async != kNcclSuccess && async != kNcclInProgress) {
+      broken_ = true;
+      return Status::IoError(std::string(what) + ": " + lib_->ErrorText(async));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      broken_ = true;  // the destructor aborts the communicator
+      return Status::IoError(
+          std::string(what) + " on rank " + std::to_string(rank_) + " of " +
+          std::to_string(size_) + " did not complete within " +
+          std::to_string(timeout_.count()) +
+          " ms (a rank stopped or runs a different load)");
+    }
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::microseconds(1000)) pause *= 2;
+  }
+}
+
+}  // namespace weightlift::internal

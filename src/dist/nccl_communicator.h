@@ -1,0 +1,53 @@
+// NcclCommunicator: a GroupTransport over NCCL on one CUDA device per rank.
+// libnccl is loaded at run time (src/dist/nccl_lib.h), so a build or a
+// machine without NCCL still works and Create() says why it cannot.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "dist/nccl_lib.h"
+#include "weightlift/group.h"
+
+namespace weightlift::internal {
+
+class NcclCommunicator : public GroupTransport {
+ public:
+  // The id rank 0 makes and hands to every rank out of band (a
+  // torch.distributed broadcast, a file, an environment variable).
+  static StatusOr<NcclUniqueId> MakeUniqueId();
+
+  // Joins ID's communicator as RANK of SIZE on CUDA device DEVICE: the
+  // calling thread's current device becomes DEVICE and no other device is
+  // touched. Every collective waits at most TIMEOUT, then aborts the
+  // communicator and fails. (ncclCommInitRank itself blocks until every
+  // rank has joined; NCCL gives it no timeout in its blocking form.)
+  static StatusOr<std::unique_ptr<NcclCommunicator>> Create(
+      const NcclUniqueId& id, int rank, int size, int device,
+      std::chrono::milliseconds timeout);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  // DATA is device memory on this rank's device.
+  Status Broadcast(void* data, uint64_t bytes, int root) override;
+  Status AllGather(void* data, uint64_t part_bytes) override;
+
+ private:
+  NcclCommunicator(const NcclLib* lib, NcclComm comm, void* stream, int rank,
+                   int size, int device, std::chrono::milliseconds timeout);
+  Status Issue(const NcclCall& call, const char* what);
+  // Until the stream is idle, NCCL reports an error, or the timeout.
+  Status Wait(const char* what);
+
+  const NcclLib* lib_;
+  NcclComm comm_;
+  void* stream_;  // cudaStream_t
+  int rank_;
+  int size_;
+  int device_;
+  std::chrono::milliseconds timeout_;
+  bool broken_ = false;
+};
+
+}  // namespace weightlift::internal

@@ -1,0 +1,184 @@
+// The tensor-parallel shard rule (include/weightlift/tensor_parallel.h):
+// pure arithmetic over tensor shapes, no I/O.
+#include <fnmatch.h>
+
+#include <string>
+
+#include "weightlift/tensor_parallel.h"
+
+namespace weightlift {
+
+std::string_view ShardStyleName(ShardStyle style) {
+  switch (style) {
+    case ShardStyle::kReplicate:
+      return "replicate";
+    case ShardStyle::kColwise:
+      return "colwise";
+    case ShardStyle::kRowwise:
+      return "rowwise";
+  }
+  return "?";
+}
+
+StatusOr<ShardStyle> ParseShardStyle(std::string_view word) {
+  for (ShardStyle s :
+       {ShardStyle::kReplicate, ShardStyle::kColwise, ShardStyle::kRowwise}) {
+    if (word == ShardStyleName(s)) return s;
+  }
+  return Status::InvalidArgument("tp_plan: unknown word '" + std::string(word) +
+                                 "' (expected colwise, rowwise or replicate)");
+}
+
+Status TensorParallel::Validate() const {
+  if (size < 1) {
+    return Status::InvalidArgument("tp_size must be at least 1, got " +
+                                   std::to_string(size));
+  }
+  if (rank < 0 || rank >= size) {
+    return Status::InvalidArgument(
+        "tp_rank must be in [0, tp_size): got tp_rank " + std::to_string(rank) +
+        " with tp_size " + std::to_string(size));
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].pattern.empty()) {
+      return Status::InvalidArgument("tp_plan entry " + std::to_string(i) +
+                                     " has an empty pattern");
+    }
+  }
+  return Status::OK();
+}
+
+const TpPlanEntry* MatchPlan(std::span<const TpPlanEntry> plan,
+                             std::string_view name) {
+  const std::string n(name);
+  for (const TpPlanEntry& e : plan) {
+    // FNM_NOESCAPE: Python's fnmatch has no escape character either, and
+    // without FNM_PATHNAME / FNM_PERIOD '*' crosses '.' and '/' as there.
+    if (fnmatch(e.pattern.c_str(), n.c_str(), FNM_NOESCAPE) == 0) return &e;
+  }
+  return nullptr;
+}
+
+SplitRange TensorSplitRange(uint64_t length, int n, int r) {
+  const uint64_t un = static_cast<uint64_t>(n);
+  const uint64_t ur = static_cast<uint64_t>(r);
+  const uint64_t q = length / un;
+  const uint64_t rem = length % un;
+  const uint64_t start = ur * q + (ur < rem ? ur : rem);
+  return {start, start + q + (ur < rem ? 1 : 0)};
+}
+
+namespace {
+
+uint64_t Product(const std::vector<uint64_t>& shape, size_t from, size_t to) {
+  uint64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= shape[i];
+  return p;
+}
+
+TensorShard Replicated(uint32_t index, const TensorInfo& t) {
+  TensorShard s;
+  s.tensor = index;
+  s.shape = t.shape;
+  s.bytes = t.size;
+  s.runs = t.size ? 1 : 0;
+  s.run_bytes = t.size;
+  s.run_stride = t.size;
+  return s;
+}
+
+// The part of T along DIM for rank r of n. Element counts times bits cannot
+// overflow: Checkpoint::Open checked the whole tensor's.
+StatusOr<TensorShard> Split(uint32_t index, const TensorInfo& t,
+                            ShardStyle style, size_t dim,
+                            const TensorParallel& tp) {
+  const uint64_t bits = static_cast<uint64_t>(DTypeBits(t.dtype));
+  const SplitRange range = TensorSplitRange(t.shape[dim], tp.size, tp.rank);
+  const uint64_t inner = Product(t.shape, dim + 1, t.shape.size());
+  const uint64_t outer = Product(t.shape, 0, dim);
+  const uint64_t row_bits = t.shape[dim] * inner * bits;
+  const uint64_t first_bits = range.start * inner * bits;
+  const uint64_t part_bits = (range.stop - range.start) * inner * bits;
+  // Every rank's boundaries, not just this one's: all ranks of a group
+  // must accept or refuse the same plan.
+  bool cuts_a_byte = row_bits % 8 != 0;
+  for (int r = 0; r < tp.size && !cuts_a_byte; ++r) {
+    cuts_a_byte =
+        TensorSplitRange(t.shape[dim], tp.size, r).start * inner * bits % 8 !=
+        0;
+  }
+  if (cuts_a_byte) {
+    return Status::Unsupported(
+        "tp: tensor '" + t.name + "' (" + std::string(DTypeName(t.dtype)) +
+        ") cannot be split " + std::string(ShardStyleName(style)) + " into " +
+        std::to_string(tp.size) +
+        " parts: a part boundary falls inside a byte");
+  }
+  TensorShard s;
+  s.tensor = index;
+  s.style = style;
+  s.dim = static_cast<int>(dim);
+  s.start = range.start;
+  s.stop = range.stop;
+  s.shape = t.shape;
+  s.shape[dim] = range.stop - range.start;
+  s.run_bytes = part_bits / 8;
+  s.run_stride = row_bits / 8;
+  s.first_byte = first_bits / 8;
+  s.runs = s.run_bytes ? outer : 0;
+  s.bytes = s.run_bytes * outer;
+  if (s.runs > 1 && s.run_bytes == s.run_stride) {  // whole rows: one run
+    s.run_bytes = s.bytes;
+    s.run_stride = s.bytes;
+    s.runs = 1;
+  }
+  return s;
+}
+
+}  // namespace
+
+StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
+                                      const TensorParallel& tp) {
+  WL_RETURN_IF_ERROR(tp.Validate());
+  ShardedTensors out;
+  out.shards.reserve(tensors.size());
+  std::vector<bool> used(tp.plan.size(), false);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
+    const uint32_t index = static_cast<uint32_t>(i);
+    const TpPlanEntry* entry = MatchPlan(tp.plan, t.name);
+    if (entry) used[static_cast<size_t>(entry - tp.plan.data())] = true;
+    const ShardStyle style = entry ? entry->style : ShardStyle::kReplicate;
+    const size_t rank = t.shape.size();
+    TensorShard shard;
+    if (style == ShardStyle::kColwise && rank >= 1) {
+      WL_ASSIGN_OR_RETURN(shard, Split(index, t, style, 0, tp));
+    } else if (style == ShardStyle::kRowwise && rank >= 2) {
+      WL_ASSIGN_OR_RETURN(shard, Split(index, t, style, rank - 1, tp));
+    } else {
+      shard = Replicated(index, t);
+    }
+    (shard.is_split() ? out.split_bytes : out.replicated_bytes) += shard.bytes;
+    out.shards.push_back(std::move(shard));
+  }
+  for (size_t i = 0; i < tp.plan.size(); ++i) {
+    if (used[i]) continue;
+    const TpPlanEntry& e = tp.plan[i];
+    bool matches_any = false;
+    for (const TensorInfo& t : tensors) {
+      if (fnmatch(e.pattern.c_str(), t.name.c_str(), FNM_NOESCAPE) == 0) {
+        matches_any = true;
+        break;
+      }
+    }
+    out.warnings.push_back(
+        "tp_plan pattern '" + e.pattern + "' (" +
+        std::string(ShardStyleName(e.style)) + ") " +
+        (matches_any ? "is never used: an earlier pattern matches first for "
+                       "every tensor it matches"
+                     : "matches no tensor of the checkpoint"));
+  }
+  return out;
+}
+
+}  // namespace weightlift

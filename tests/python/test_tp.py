@@ -1,0 +1,330 @@
+"""Tensor-parallel loading (docs/tensor-parallel.md): slice mode in this
+process, group mode over gloo with 1, 2, 3, 4 and 8 ranks as separate
+processes (tp_worker.py), each rank bit-exact against torch.tensor_split of
+safetensors' full tensors; bytes read per rank; bad input and disagreeing
+or missing ranks."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file as st_load
+from safetensors.torch import save_file
+
+import weightlift
+from weightlift import _tp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+WORKER = os.path.join(HERE, "tp_worker.py")
+
+HIDDEN, INTER, VOCAB, KV, LAYERS = 64, 172, 500, 32, 4
+
+
+def _llama_tensors(seed=0):
+    """Llama-shaped (uneven sizes on purpose: 172, 500, 13, 3x5x7) in bf16,
+    plus f32 / i64 / 0-d / empty / tiny-dim-0 extras."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(*shape, dtype=torch.bfloat16):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    t = {"model.embed_tokens.weight": rnd(VOCAB, HIDDEN)}
+    for i in range(LAYERS):
+        p = f"model.layers.{i}."
+        t[p + "self_attn.q_proj.weight"] = rnd(HIDDEN, HIDDEN)
+        t[p + "self_attn.q_proj.bias"] = rnd(HIDDEN)
+        t[p + "self_attn.k_proj.weight"] = rnd(KV, HIDDEN)
+        t[p + "self_attn.v_proj.weight"] = rnd(KV, HIDDEN)
+        t[p + "self_attn.o_proj.weight"] = rnd(HIDDEN, HIDDEN)
+        t[p + "self_attn.o_proj.bias"] = rnd(HIDDEN)
+        t[p + "mlp.gate_proj.weight"] = rnd(INTER, HIDDEN)
+        t[p + "mlp.up_proj.weight"] = rnd(INTER, HIDDEN)
+        t[p + "mlp.down_proj.weight"] = rnd(HIDDEN, INTER)
+        t[p + "input_layernorm.weight"] = rnd(HIDDEN, dtype=torch.float32)
+    t["model.norm.weight"] = rnd(HIDDEN, dtype=torch.float32)
+    t["lm_head.weight"] = rnd(VOCAB, HIDDEN)
+    t["extra.odd3d"] = rnd(3, 5, 13, dtype=torch.float32)
+    t["extra.ids.bias"] = torch.arange(7, dtype=torch.int64)
+    t["extra.scalar"] = torch.tensor(3.5)
+    t["extra.empty.bias"] = torch.zeros(0)
+    t["extra.two_rows.bias"] = rnd(2)
+    return t
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    """Two shard files and an index, as Hugging Face writes them."""
+    d = tmp_path_factory.mktemp("tp_ckpt")
+    tensors = _llama_tensors()
+    names = list(tensors)
+    half = len(names) // 2
+    weight_map = {}
+    for k, part in enumerate((names[:half], names[half:])):
+        fname = f"model-0000{k + 1}-of-00002.safetensors"
+        save_file({n: tensors[n] for n in part}, str(d / fname))
+        weight_map.update({n: fname for n in part})
+    (d / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return str(d)
+
+
+def _file_bytes(path):
+    return sum(os.path.getsize(os.path.join(path, f))
+               for f in os.listdir(path) if f.endswith(".safetensors"))
+
+
+def _full(path):
+    out = {}
+    for f in sorted(os.listdir(path)):
+        if f.endswith(".safetensors"):
+            out.update(st_load(os.path.join(path, f)))
+    return out
+
+
+# ---- slice mode (this process) -------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
+def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
+    from tp_reference import LLAMA_PLAN, split_reference
+    full = _full(ckpt)
+    for r in range(n):
+        got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=n,
+                                         tp_plan=LLAMA_PLAN)
+        want = split_reference(full, LLAMA_PLAN, r, n)
+        assert list(got) == list(want.keys()) or set(got) == set(want)
+        for name, w in want.items():
+            g = got[name]
+            assert g.dtype == w.dtype and g.shape == w.shape, name
+            assert torch.equal(g, w), name
+        # Bytes read: this rank's share of the split tensors plus the
+        # replicated ones, plus the granularity overhead the report states.
+        share = sum(w.numel() * w.element_size() for w in want.values())
+        assert got.report.bytes == share
+        note = [x for x in got.report.notes if x.startswith("tp: rank")]
+        assert note, got.report.notes
+        overhead = got.report.bytes_read - share
+        assert 0 <= overhead <= 4096 * 4, (got.report.bytes_read, share)
+
+
+def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
+    from tp_reference import LLAMA_PLAN
+    total = _file_bytes(ckpt)
+    for r in range(4):
+        got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=4,
+                                         tp_plan=LLAMA_PLAN)
+        assert got.report.bytes_read < 0.4 * total, (r, got.report.bytes_read,
+                                                     total)
+
+
+def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
+    from tp_reference import LLAMA_PLAN, split_reference
+    want = split_reference(_full(ckpt), LLAMA_PLAN, 1, 3)
+    kw = dict(tp_rank=1, tp_size=3, tp_plan=LLAMA_PLAN)
+    from weightlift.torch import load_file
+    got = load_file(ckpt, **kw)
+    assert set(got) == set(want)
+    assert all(torch.equal(got[n], want[n]) for n in want)
+    it = weightlift.iter_tensors(ckpt, **kw)
+    got = dict(it)
+    assert it.report.bytes_read > 0
+    assert all(torch.equal(got[n], want[n]) for n in want)
+    targets = {n: torch.zeros_like(w) for n, w in want.items()}
+    report = weightlift.load_into(targets, ckpt, **kw)
+    assert all(torch.equal(targets[n], want[n]) for n in want)
+    assert report.missing_keys == [] and report.unexpected_keys == []
+    # tp_plan as a JSON file (what the CLI takes).
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(LLAMA_PLAN))
+    got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=3,
+                                     tp_plan=str(plan_file))
+    assert all(torch.equal(got[n], want[n]) for n in want)
+
+
+def test_bad_tp_arguments_are_clear_errors(ckpt):
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match="tp_rank 4 with tp_size 4"):
+        weightlift.load_checkpoint(ckpt, tp_rank=4, tp_size=4)
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match="tp_size must be at least 1, got 0"):
+        weightlift.load_checkpoint(ckpt, tp_rank=0, tp_size=0)
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match="unknown word 'columnwise'.*'\\*.q_proj.weight'"):
+        weightlift.load_checkpoint(ckpt, tp_rank=0, tp_size=2,
+                                   tp_plan={"*.q_proj.weight": "columnwise"})
+    with pytest.raises(weightlift.InvalidArgumentError, match="tp_rank is "
+                       "required"):
+        weightlift.load_checkpoint(ckpt, tp_size=2)
+    with pytest.raises(TypeError, match="tp_rank: expected an int"):
+        weightlift.load_checkpoint(ckpt, tp_rank="0", tp_size=2)
+    with pytest.raises(weightlift.NotFoundError, match="config.json"):
+        weightlift.load_checkpoint(ckpt, tp_rank=0, tp_size=2,
+                                   tp_plan="auto")
+
+
+def test_unmatched_pattern_is_a_warning_in_the_report(ckpt):
+    got = weightlift.load_checkpoint(
+        ckpt, tp_rank=0, tp_size=2,
+        tp_plan={"*.q_proj.weight": "colwise", "*.nothing_like_this.*":
+                 "rowwise"})
+    warn = [n for n in got.report.notes if "warning" in n]
+    assert any("'*.nothing_like_this.*' (rowwise) matches no tensor" in n
+               for n in warn), got.report.notes
+    assert got["model.layers.0.self_attn.q_proj.weight"].shape[0] == HIDDEN // 2
+
+
+def test_auto_plan_maps_transformers_words():
+    notes = []
+    plan = _tp.plan_from_transformers(
+        {"layers.*.self_attn.q_proj": "colwise",
+         "layers.*.self_attn.o_proj": "rowwise",
+         "layers.*.mlp.gate_proj": "local_colwise",
+         "norm": "sequence_parallel"},
+        {"lm_head": "colwise_rep"}, "model", notes)
+    assert plan[0] == ("lm_head.*", "colwise")
+    assert ("model.layers.*.self_attn.q_proj.*", "colwise") in plan
+    assert ("model.layers.*.self_attn.o_proj.*", "rowwise") in plan
+    assert ("layers.*.mlp.gate_proj.*", "colwise") in plan
+    assert ("model.norm.*", "replicate") in plan
+    assert any("'sequence_parallel'" in n for n in notes)
+
+
+# ---- group mode (gloo, separate processes) -------------------------------
+
+def _run_groups(ckpt, worlds, scenario, out_dir, timeout=300):
+    """Runs tp_worker.py: for each world size n, n ranks (forked processes)
+    in a gloo group. Returns {n: [rank results]}."""
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run(
+        [sys.executable, WORKER, ",".join(map(str, worlds)), ckpt, scenario,
+         str(out_dir)], env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, timeout=timeout)
+    log = proc.stdout.decode(errors="replace")
+    results = {}
+    for n in worlds:
+        results[n] = []
+        for r in range(n):
+            out = out_dir / f"n{n}" / f"rank{r}.json"
+            assert out.exists(), f"n={n} rank {r} wrote nothing:\n{log}"
+            results[n].append(json.loads(out.read_text()))
+    return results
+
+
+WORLDS = (1, 2, 3, 4, 8)
+
+
+@pytest.fixture(scope="module")
+def group_results(ckpt, tmp_path_factory):
+    return _run_groups(ckpt, WORLDS, "modes",
+                       tmp_path_factory.mktemp("tp_groups"))
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_group_modes_every_rank_bit_exact(ckpt, group_results, n):
+    results = group_results[n]
+    total = _file_bytes(ckpt)
+    read_full = []
+    for r in results:
+        assert r["ok"], r.get("traceback")
+        for key in ("full_mismatch", "tp_group_mismatch", "slice_mismatch",
+                    "iter_mismatch", "load_file_mismatch",
+                    "load_into_mismatch"):
+            assert r[key] == [], (r["rank"], key, r[key][:5])
+        read_full.append(r["full_bytes_read"])
+    # Group mode reads every byte once across the group, about 1/n each.
+    tensor_bytes = sum(w.numel() * w.element_size()
+                       for w in _full(ckpt).values())
+    assert sum(read_full) >= tensor_bytes
+    assert sum(read_full) <= tensor_bytes + n * 4096 * 8
+    for b in read_full:
+        assert b <= tensor_bytes / n * 1.35 + 64 * 1024, (read_full, n)
+    if n == 4:
+        for r in results:
+            assert r["full_bytes_read"] < 0.4 * total
+            assert r["tp_group_bytes_read"] < 0.4 * total
+            assert r["slice_bytes_read"] < 0.4 * total
+
+
+def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
+    """One 2-rank group runs three failing loads in turn: ranks that
+    disagree on the plan, a rank with bad arguments, and a rank that never
+    joins (last: it leaves a collective pending)."""
+    r0, r1 = _run_groups(ckpt, (2,), "failures", tmp_path)[2]
+    for r in (r0, r1):
+        assert r["ok"], r.get("traceback")
+        d = r["disagree"]
+        assert d["type"] == "InvalidArgumentError", d
+        assert "ranks disagree on the plan or the checkpoint" in d["error"]
+        assert "ranks [0]" in d["error"] and "ranks [1]" in d["error"]
+    assert "tp_rank=5" in r1["bad_rank"]["error"]
+    assert "rank 1 could not start the load" in r0["bad_rank"]["error"]
+    assert "tp_rank=5" in r0["bad_rank"]["error"]
+    assert "a gloo group delivers cpu tensors, not cuda:0" in \
+        r1["wrong_device"]["error"]
+    assert "rank 1 could not start the load" in r0["wrong_device"]["error"]
+    t = r0["timeout"]
+    assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
+    assert "did not complete within 2 s" in t["error"]
+    assert t["seconds"] < 30
+
+
+# ---- the command line ------------------------------------------------------
+
+def _cli():
+    from weightlift import _native
+    build = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(_native.__file__))))
+    path = os.path.join(build, "weightlift")
+    if not os.path.exists(path):
+        pytest.skip(f"the weightlift command is not built beside this "
+                    f"package ({path})")
+    return path
+
+
+def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
+    from tp_reference import LLAMA_PLAN, split_reference
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(LLAMA_PLAN))
+    full = _full(ckpt)
+    for r in range(3):
+        proc = subprocess.run(
+            [_cli(), "load", ckpt, "--backend", "pread", "--tp-size", "3",
+             "--tp-rank", str(r), "--tp-plan", str(plan_file), "--json"],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        want = split_reference(full, LLAMA_PLAN, r, 3)
+        share = sum(w.numel() * w.element_size() for w in want.values())
+        assert out["tp_rank"] == r and out["tp_size"] == 3
+        assert out["bytes"] == share
+        assert share <= out["bytes_read"] <= share + 4096 * 8
+    proc = subprocess.run([_cli(), "load", ckpt, "--tp-size", "2",
+                           "--tp-rank", "2"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "got tp_rank 2 with tp_size 2" in proc.stderr
+
+
+def test_auto_plan_from_config_json(ckpt, tmp_path):
+    """tp_plan="auto" with transformers installed (the GPU machine has it;
+    this development machine's torch 1.13 has no transformers, like
+    test_transformers.py)."""
+    transformers = pytest.importorskip("transformers")
+    import shutil
+    d = tmp_path / "model"
+    shutil.copytree(ckpt, d)
+    (d / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": HIDDEN, "intermediate_size": INTER,
+        "num_attention_heads": 4, "num_key_value_heads": 2,
+        "num_hidden_layers": LAYERS, "vocab_size": VOCAB}))
+    got = weightlift.load_checkpoint(str(d), tp_rank=1, tp_size=2,
+                                     tp_plan="auto")
+    full = _full(ckpt)
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert torch.equal(got[q], torch.tensor_split(full[q], 2, 0)[1])
+    assert any(f"transformers {transformers.__version__}" in n
+               for n in got.report.notes), got.report.notes

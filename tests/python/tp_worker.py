@@ -1,0 +1,167 @@
+"""The ranks of gloo process groups for test_tp.py:
+python tp_worker.py WORLDS CKPT SCENARIO OUT_DIR (WORLDS e.g. "1,2,3,4,8").
+Imports torch once, then for each world size W forks W rank processes (no
+weightlift thread exists in the parent), each writing
+OUT_DIR/n<W>/rank<R>.json; the groups run one after another.
+
+Each rank checks its own results against the real safetensors package:
+every tensor bit-exact against torch.tensor_split of the full tensor, and
+writes what it saw (bytes read, errors, mismatches) to OUT_JSON for the
+test to assert on.
+"""
+
+import datetime
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+
+WORLDS = [int(x) for x in sys.argv[1].split(",")]
+CKPT, SCENARIO, OUT_ROOT = sys.argv[2:5]
+RANK = WORLD = PORT = -1  # set for each forked rank
+OUT_DIR = ""
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from safetensors.torch import load_file as st_load  # noqa: E402
+
+import weightlift  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tp_reference import LLAMA_PLAN, split_reference  # noqa: E402
+
+
+def reference(plan):
+    full = {}
+    for path in sorted(os.listdir(CKPT)):
+        if path.endswith(".safetensors"):
+            full.update(st_load(os.path.join(CKPT, path)))
+    return split_reference(full, plan, RANK, WORLD)
+
+
+def compare(got, want):
+    bad = [n for n in want if n not in got or got[n].dtype != want[n].dtype
+           or tuple(got[n].shape) != tuple(want[n].shape)
+           or not torch.equal(got[n], want[n])]
+    bad += [n for n in got if n not in want]
+    return bad
+
+
+def failure(fn):
+    """What FN raised: type, class names, message (or None)."""
+    t0 = time.time()
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        return {"type": type(e).__name__, "error": str(e),
+                "mro": [c.__name__ for c in type(e).__mro__],
+                "seconds": time.time() - t0}
+    return None
+
+
+def run_failures(result):
+    pg = dist.group.WORLD
+    # Ranks disagree on the plan: both fail before any data moves.
+    plan = dict(LLAMA_PLAN)
+    if RANK == 1:
+        plan["lm_head.weight"] = "rowwise"
+    result["disagree"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, tp_plan=plan, process_group=pg, group_timeout=20))
+    # Rank 1 asks for a rank that is not its own: every rank fails.
+    kw = {"tp_rank": 5} if RANK == 1 else {}
+    result["bad_rank"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, tp_plan=LLAMA_PLAN, process_group=pg, group_timeout=20, **kw))
+    # A gloo group cannot deliver cuda tensors: said before anything moves.
+    dev = "cuda:0" if RANK == 1 else "cpu"
+    result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, device=dev, process_group=pg, group_timeout=20))
+    # Rank 1 never joins the load: rank 0 must fail, not hang. Last: it
+    # leaves rank 0's collective pending.
+    if RANK == 1:
+        time.sleep(6)
+    else:
+        result["timeout"] = failure(lambda: weightlift.load_checkpoint(
+            CKPT, process_group=pg, group_timeout=2))
+
+
+def run_rank():
+    result = {"rank": RANK, "ok": False}
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
+        world_size=WORLD, timeout=datetime.timedelta(seconds=60))
+    try:
+        if SCENARIO == "modes":
+            # Group mode, full tensors.
+            got = weightlift.load_checkpoint(CKPT, process_group=dist.group.WORLD)
+            result["full_mismatch"] = compare(dict(got), reference({}))
+            result["full_bytes_read"] = got.report.bytes_read
+            # Group mode with tp.
+            got = weightlift.load_checkpoint(CKPT, tp_plan=LLAMA_PLAN,
+                                             process_group=dist.group.WORLD)
+            result["tp_group_mismatch"] = compare(dict(got),
+                                                  reference(LLAMA_PLAN))
+            result["tp_group_bytes_read"] = got.report.bytes_read
+            # Slice mode, no group (each rank on its own).
+            got = weightlift.load_checkpoint(CKPT, tp_rank=RANK,
+                                             tp_size=WORLD, tp_plan=LLAMA_PLAN)
+            result["slice_mismatch"] = compare(dict(got),
+                                               reference(LLAMA_PLAN))
+            result["slice_bytes_read"] = got.report.bytes_read
+            result["slice_notes"] = got.report.notes
+            # The other entry points, group mode with tp.
+            ref = reference(LLAMA_PLAN)
+            it = weightlift.iter_tensors(CKPT, tp_plan=LLAMA_PLAN,
+                                         process_group=dist.group.WORLD)
+            result["iter_mismatch"] = compare(dict(it), ref)
+            from weightlift.torch import load_file
+            result["load_file_mismatch"] = compare(
+                load_file(CKPT, tp_plan=LLAMA_PLAN,
+                          process_group=dist.group.WORLD), ref)
+            targets = {n: torch.zeros_like(t) for n, t in ref.items()}
+            weightlift.load_into(targets, CKPT, tp_plan=LLAMA_PLAN,
+                                 process_group=dist.group.WORLD)
+            result["load_into_mismatch"] = compare(targets, ref)
+        elif SCENARIO == "failures":
+            run_failures(result)
+        result["ok"] = True
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        result["error_type"] = type(e).__name__
+        result["error_mro"] = [c.__name__ for c in type(e).__mro__]
+        result["error"] = str(e)
+        result["traceback"] = traceback.format_exc()
+    with open(os.path.join(OUT_DIR, f"rank{RANK}.json"), "w") as f:
+        json.dump(result, f)
+    sys.stdout.flush()
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def main():
+    global RANK, WORLD, PORT, OUT_DIR
+    for world in WORLDS:
+        WORLD, PORT = world, free_port()
+        OUT_DIR = os.path.join(OUT_ROOT, f"n{world}")
+        os.makedirs(OUT_DIR, exist_ok=True)
+        pids = []
+        for r in range(world):
+            pid = os.fork()
+            if pid == 0:
+                RANK = r
+                try:
+                    run_rank()
+                finally:
+                    # Skip the process group's teardown: after a deliberate
+                    # timeout a pending collective would keep it waiting.
+                    os._exit(0)
+            pids.append(pid)
+        for pid in pids:
+            os.waitpid(pid, 0)
+
+
+main()

@@ -1,0 +1,107 @@
+#include "tp_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace weightlift::cli {
+
+void AddTpFlags(CLI::App* app, TpFlags* flags) {
+  app->add_option("--tp-size", flags->size,
+                  "tensor parallelism: number of ranks (load one rank's "
+                  "parts)");
+  app->add_option("--tp-rank", flags->rank,
+                  "tensor parallelism: this rank, 0 .. tp-size - 1");
+  app->add_option("--tp-plan", flags->plan_path,
+                  "JSON object of glob pattern -> colwise|rowwise|replicate "
+                  "(first match wins; unmatched tensors are replicated)");
+}
+
+StatusOr<TensorParallel> MakeTensorParallel(const TpFlags& flags) {
+  if (flags.size == 0 || flags.rank == -1) {
+    return Status::InvalidArgument(
+        std::string(flags.size == 0 ? "--tp-size" : "--tp-rank") +
+        " is required with --tp-size / --tp-rank / --tp-plan");
+  }
+  TensorParallel tp;
+  tp.size = flags.size;
+  tp.rank = flags.rank;
+  if (!flags.plan_path.empty()) {
+    std::ifstream in(flags.plan_path);
+    if (!in) {
+      return Status::NotFound("--tp-plan " + flags.plan_path + ": cannot open");
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::ordered_json plan = nlohmann::ordered_json::parse(
+        text.str(), nullptr, /*allow_exceptions=*/false);
+    if (plan.is_object() && plan.contains("tp_plan") &&
+        plan["tp_plan"].is_object()) {
+      plan = plan["tp_plan"];
+    }
+    if (plan.is_discarded() || !plan.is_object()) {
+      return Status::InvalidArgument(
+          "--tp-plan " + flags.plan_path +
+          ": expected a JSON object of pattern -> colwise|rowwise|replicate");
+    }
+    for (const auto& [pattern, word] : plan.items()) {
+      if (!word.is_string()) {
+        return Status::InvalidArgument("--tp-plan " + flags.plan_path +
+                                       ": the value of '" + pattern +
+                                       "' is not a string");
+      }
+      StatusOr<ShardStyle> style = ParseShardStyle(word.get<std::string>());
+      if (!style.ok()) {
+        return Status::InvalidArgument("--tp-plan " + flags.plan_path + ": " +
+                                       style.status().message() +
+                                       " for pattern '" + pattern + "'");
+      }
+      tp.plan.push_back({pattern, *style});
+    }
+  }
+  WL_RETURN_IF_ERROR(tp.Validate());
+  return tp;
+}
+
+StatusOr<Checkpoint> TpPartsCheckpoint(const Checkpoint& ckpt,
+                                       const TensorParallel& tp,
+                                       std::string* summary) {
+  WL_ASSIGN_OR_RETURN(ShardedTensors sharded, ShardTensors(ckpt.tensors(), tp));
+  std::vector<TensorInfo> parts;
+  for (const TensorShard& s : sharded.shards) {
+    const TensorInfo& t = ckpt.tensors()[s.tensor];
+    if (s.runs <= 1) {
+      TensorInfo p = t;
+      p.shape = s.shape;
+      p.offset = t.offset + s.first_byte;
+      p.size = s.bytes;
+      parts.push_back(std::move(p));
+      continue;
+    }
+    for (uint64_t k = 0; k < s.runs; ++k) {
+      TensorInfo p;
+      p.name = t.name + "#" + std::to_string(k);
+      p.dtype = DType::kU8;
+      p.shape = {s.run_bytes};
+      p.file = t.file;
+      p.offset = t.offset + s.first_byte + k * s.run_stride;
+      p.size = s.run_bytes;
+      parts.push_back(std::move(p));
+    }
+  }
+  if (summary) {
+    *summary = "tensor parallel: rank " + std::to_string(tp.rank) + " of " +
+               std::to_string(tp.size) + ": " +
+               std::to_string(sharded.split_bytes) +
+               " bytes of split tensors, " +
+               std::to_string(sharded.replicated_bytes) + " replicated";
+    for (const std::string& w : sharded.warnings) *summary += "\nwarning: " + w;
+  }
+  std::vector<FileInfo> files = ckpt.files();
+  return Checkpoint(std::move(files), std::move(parts), ckpt.index_path());
+}
+
+}  // namespace weightlift::cli
