@@ -1,5 +1,7 @@
 #include "object_bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -116,6 +118,11 @@ StatusOr<BenchReport> RunObjectBench(const std::string& path,
     loader_row.seconds.push_back(Seconds(t0));
     r.cold_report = result.report;
     r.have_cold_report = true;
+  }
+  struct rusage ru {};
+  if (::getrusage(RUSAGE_SELF, &ru) == 0) {
+    r.peak_rss_after_loader = r.peak_rss_end =
+        static_cast<uint64_t>(ru.ru_maxrss) * 1024;
   }
   r.rows.push_back(std::move(loader_row));
   r.rows.push_back(std::move(ceiling));

@@ -51,8 +51,8 @@ struct ObjectStorageOptions {
   size_t piece_bytes = 8u << 20;
   // A read smaller than min_pieces_per_read * piece_bytes is still split
   // into this many GETs (of at least 1 MiB each), so that a loader with few
-  // threads (2 on a 2-core machine) keeps several connections busy.
-  int min_pieces_per_read = 4;
+  // threads (4 on a 2-core machine) keeps several connections busy.
+  int min_pieces_per_read = 2;
   // Concurrent requests (and kept-alive connections) for the process.
   int max_connections = 16;
   // Threads driving libcurl (each owns one multi handle and a share of the
