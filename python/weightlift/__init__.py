@@ -10,6 +10,8 @@ Beyond it:
 
     load_checkpoint(path, device=..., **options) -> dict (with .report)
     iter_tensors(path, device=..., **options)    -> (name, tensor) as each lands
+    stream_tensors(path, device=..., window=...) -> (name, tensor) in file
+                                                    order, bounded memory
     load_into(module_or_state_dict, path, strict=True) -> LoadReport
     weightlift.transformers.from_pretrained(model_dir, device="cuda:0")
 
@@ -31,6 +33,7 @@ from ._errors import (CancelledError, CudaError, FormatError,
 from ._iter import TensorIterator, iter_tensors
 from ._load_into import load_into
 from ._safe_open import SafeSlice, TensorInfo, safe_open
+from ._stream import TensorStream, stream_tensors
 from .report import FileReport, LoadReport
 
 __version__ = "0.1.0"
@@ -88,9 +91,9 @@ __all__ = [
     "InternalError", "InvalidArgumentError", "LoadReport", "NotFoundError",
     "ResourceExhaustedError", "SafeSlice", "SafetensorError", "StateDict",
     "TensorInfo",
-    "TensorIterator", "TensorNotFoundError", "UnsupportedDtypeError",
-    "UnsupportedError",
+    "TensorIterator", "TensorNotFoundError", "TensorStream",
+    "UnsupportedDtypeError", "UnsupportedError",
     "WeightliftError", "WeightliftIOError", "default_options",
     "iter_tensors", "last_report", "load_checkpoint", "load_into",
-    "safe_open",
+    "safe_open", "stream_tensors",
 ]

@@ -418,6 +418,12 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
         d["files"] += [f.as_dict() for f in r.files]
         d["notes"] += r.notes
         texts.append(str(r))
+    over = d["bytes_read"] - delivered
+    notes = notes + [f"tp: read {d['bytes_read']} bytes for {delivered} "
+                     f"delivered ({over:+d} bytes: the storage's read "
+                     f"granularity)" if over >= 0 else
+                     f"tp: read {d['bytes_read']} bytes, received "
+                     f"{-over} more from the group"]
     d["notes"] = notes + d["notes"]
     d["gb_per_s"] = delivered / seconds / 1e9 if seconds else 0.0
     d["text"] = "\n".join(

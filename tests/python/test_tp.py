@@ -87,6 +87,18 @@ def _full(path):
 
 # ---- slice mode (this process) -------------------------------------------
 
+def stated_overhead(report):
+    """The bytes the loader's report says it read beyond the selected ones
+    for slices ("read A bytes for B selected": a covering range read where
+    rows are short), or 0 where parts are read run by run."""
+    import re
+    for note in report.notes:
+        m = re.search(r"read (\d+) bytes for (\d+) selected", note)
+        if m:
+            return int(m.group(1)) - int(m.group(2))
+    return 0
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
 def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
     from tp_reference import LLAMA_PLAN, split_reference
@@ -107,7 +119,10 @@ def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
         note = [x for x in got.report.notes if x.startswith("tp: rank")]
         assert note, got.report.notes
         overhead = got.report.bytes_read - share
-        assert 0 <= overhead <= 4096 * 4, (got.report.bytes_read, share)
+        assert 0 <= overhead <= stated_overhead(got.report) + 4096 * 4, (
+            got.report.bytes_read, share, got.report.notes)
+        assert any(f"for {share} delivered ({overhead:+d} bytes" in x
+                   for x in got.report.notes), got.report.notes
 
 
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
@@ -116,8 +131,11 @@ def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
     for r in range(4):
         got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=4,
                                          tp_plan=LLAMA_PLAN)
-        assert got.report.bytes_read < 0.4 * total, (r, got.report.bytes_read,
-                                                     total)
+        assert got.report.bytes_read < 0.4 * total, (
+            f"rank {r} read {got.report.bytes_read} of {total} bytes: a TP "
+            f"rank must read about its share (if LoadSlices placed the "
+            f"row parts as covering reads, the notes say so: "
+            f"{got.report.notes})")
 
 
 def test_entry_points_take_the_same_keywords(ckpt, tmp_path):

@@ -1,0 +1,428 @@
+"""``stream_tensors``: a checkpoint's tensors in file order, through a
+bounded window of memory.
+
+What an inference server's weight loader wants: every ``(name, tensor)``
+in the order of the files (so the reads stay sequential), each tensor
+valid for as long as the consumer holds it, and no more memory on the
+device beyond the model's own parameters than a known bound.
+
+How: the tensors are cut, in file order, into windows of at most
+``window // 2`` bytes (a tensor larger than that is a window of its own).
+Each window is one torch (or numpy) buffer that the loader fills in place
+(Loader::LoadInto) on its C++ thread, GIL released. Window k+1 starts
+loading when the consumer takes the second tensor of window k (or, for a
+window of one tensor, when it asks for the next one): by then the
+consumer has let go of window k-1, even with its loop variable still
+bound to the tensor it had last. So at most two windows are alive at
+once: ``peak_bytes <= window``, unless one tensor is larger than
+``window // 2``; ``bound_bytes`` is the largest pair of neighbouring
+windows, what the peak can reach.
+
+Group mode (``process_group=``, a torch.distributed group: gloo for cpu,
+NCCL for cuda): every rank still gets every full tensor, but the ranks
+split the reading of each window and deliver the rest to each other
+(weightlift._group's plan: all-gather of row blocks for large tensors,
+broadcast from one owner for the others). The ranks must stream the same
+tensors with the same window (they agree on a fingerprint first, and
+every collective times out). A group window loads when the consumer
+reaches it, on every rank in step (no prefetch).
+
+The yielded tensors are views of their window buffer and keep it alive:
+they stay valid whatever the consumer does with them; the memory is
+bounded as long as the consumer drops them (vLLM's weight loaders copy
+each into its parameter and let go).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
+
+from . import _core, _dtypes
+from ._options import device_string, parse_size
+from .report import LoadReport
+
+# Destinations inside a window start on this boundary (the CUDA
+# allocator's, and a multiple of every element size).
+_ALIGN = 256
+DEFAULT_WINDOW = 512 << 20
+
+
+def _align(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+class _Window:
+    """Consecutive tensors (file order) loaded into one buffer."""
+
+    __slots__ = ("infos", "rows", "offsets", "nbytes", "buffer", "job")
+
+    def __init__(self):
+        self.infos: List[Tuple[str, str, Tuple[int, ...], int]] = []
+        self.rows: List[tuple] = []  # Checkpoint.tensors() rows
+        self.offsets: List[int] = []
+        self.nbytes = 0
+        self.buffer = None  # one buffer, or (group mode) one per tensor
+        self.job = None
+
+    def add(self, row: tuple) -> None:
+        name, dtype, shape, _file, _offset, size = row
+        self.offsets.append(self.nbytes)
+        self.infos.append((name, dtype, tuple(shape), size))
+        self.rows.append(row)
+        self.nbytes += _align(size)
+
+
+def plan_windows(infos: Sequence[tuple], window_bytes: int) -> List[_Window]:
+    """Cuts INFOS (Checkpoint.tensors() rows, file order) into windows of
+    at most WINDOW_BYTES // 2 aligned bytes each; a larger tensor is a
+    window of its own. Pure; exposed for tests."""
+    half = max(window_bytes // 2, 1)
+    windows: List[_Window] = []
+    cur = _Window()
+    for row in infos:
+        if cur.infos and cur.nbytes + _align(row[5]) > half:
+            windows.append(cur)
+            cur = _Window()
+        cur.add(row)
+    if cur.infos:
+        windows.append(cur)
+    return windows
+
+
+class TensorStream:
+    """Iterator of ``(name, tensor)`` in file order (see module doc).
+
+    After exhaustion: ``report`` (the loads' LoadReport merged, with
+    ``seconds`` the wall time from the first read to the last tensor
+    loaded), ``peak_bytes`` (most window memory the stream held at once),
+    ``bound_bytes`` (what peak_bytes could reach: ``window``, or more when
+    one tensor is larger than half of it), ``window_bytes`` and
+    ``windows`` (how many loads ran).
+    """
+
+    def __init__(self, path: Any, device: Any = "cpu", *,
+                 names: Optional[Sequence[str]] = None,
+                 window: Any = DEFAULT_WINDOW, framework: str = "pt",
+                 process_group: Any = None, group_timeout: float = 300.0,
+                 **options):
+        if framework not in ("pt", "torch", "np", "numpy"):
+            raise ValueError(f"framework must be 'pt' or 'np', got "
+                             f"{framework!r}")
+        self._np = framework in ("np", "numpy")
+        if self._np and process_group is not None:
+            raise ValueError("process_group streams torch tensors "
+                             "(framework='pt')")
+        self._device = device_string(device)
+        if self._np and self._device != "cpu":
+            raise ValueError("framework 'np' loads into host memory only")
+        self.window_bytes = parse_size(window, "window")
+        if self.window_bytes < 2 * _ALIGN:
+            raise ValueError(f"window: {self.window_bytes} bytes is too "
+                             f"small (at least {2 * _ALIGN})")
+        self._ckpt = _core.open_checkpoint(path)
+        infos = self._ckpt.tensors()
+        if names is not None:
+            wanted = set(names)
+            missing = wanted - {t[0] for t in infos}
+            if missing:
+                from ._errors import TensorNotFoundError
+                raise TensorNotFoundError(
+                    f"{len(missing)} requested tensor(s) not in the "
+                    f"checkpoint, e.g. {sorted(missing)[0]!r}",
+                    code="NotFound")
+            infos = [t for t in infos if t[0] in wanted]
+        for _, dt, shape, *_ in infos:  # fail before any memory is taken
+            (_dtypes.numpy_layout if self._np else _dtypes.torch_layout)(
+                dt, shape)
+        self._group = None
+        self.group_bytes_read = 0
+        if process_group is not None:
+            self._group = self._agree(process_group, group_timeout, infos)
+        self._windows = plan_windows(infos, self.window_bytes)
+        self.windows = len(self._windows)
+        sizes = [w.nbytes for w in self._windows]
+        self.bound_bytes = max([0] + sizes + [x + y for x, y in
+                                              zip(sizes, sizes[1:])])
+        self.bytes = sum(t[5] for t in infos)
+        self.peak_bytes = 0
+        self.report: Optional[LoadReport] = None
+        self._reports: List[LoadReport] = []
+        self._options = dict(options)
+        self._loader_cm = _core.pooled_loader(dict(options,
+                                                   device=self._device))
+        self._loader = self._loader_cm.__enter__()
+        self._next = 0          # index of the next window to start
+        self._pending: Optional[_Window] = None  # started, not handed out
+        self._current: Optional[_Window] = None  # being handed out
+        self._last: Optional[_Window] = None     # window of the last tensor
+        self._pos = 0
+        self._t0 = time.perf_counter()
+        self._t_loaded = self._t0
+        self._start_next()
+
+    def _agree(self, process_group, timeout, infos):
+        """Group mode: every rank checks it streams the same tensors of the
+        same checkpoint (weightlift._group's agreement, with its
+        timeout)."""
+        from . import _group, _native, _tp
+        g = _group._Group(process_group, float(timeout))
+        cuda = self._device.startswith("cuda")
+        error, fingerprint = None, ""
+        try:
+            # g.backend: "nccl", "gloo", or torch 2's "cpu:gloo,cuda:nccl".
+            if ("nccl" if cuda else "gloo") not in g.backend:
+                raise ValueError(
+                    f"process_group: a {g.backend} group cannot deliver "
+                    f"tensors on {self._device} (gloo for cpu, NCCL for "
+                    f"cuda)")
+            fingerprint = _native.group_fingerprint(
+                infos, [f["size"] for f in self._ckpt.files()], False,
+                g.size, [])
+            if isinstance(fingerprint, dict):
+                _tp._raise(fingerprint["error"])
+        except (ValueError, TypeError, OSError) as e:
+            error = e
+        # The agreement travels where the group's collectives can carry it,
+        # so a rank whose device does not fit the group still joins and
+        # fails with the others.
+        comm = self._device if cuda and "nccl" in g.backend else "cpu"
+        if comm.startswith("cuda"):
+            import torch
+            with torch.cuda.device(comm):
+                _group._agree(g, comm, error is None, fingerprint, error)
+        else:
+            _group._agree(g, comm, error is None, fingerprint, error)
+        return g
+
+    def _in_device(self, fn):
+        if self._device.startswith("cuda"):
+            import torch
+            with torch.cuda.device(self._device):
+                return fn()
+        return fn()
+
+    def _load_group_window(self, w: _Window) -> None:
+        """Group mode: the ranks read W's tensors between them and deliver
+        the rest (every rank ends with every full tensor of W)."""
+        from . import _group, _native, _tp
+        g = self._group
+        plan = _native.group_plan(w.rows, g.size, False, [],
+                                  _group.ALLGATHER_MIN_BYTES, True,
+                                  _group.BATCH_BYTES)
+        if "error" in plan:
+            _tp._raise(plan["error"])
+        runner = _group._Runner(g, self._ckpt, w.rows, None, plan,
+                                self._device, self._options)
+        self._in_device(runner.run)
+        w.buffer = runner.bufs
+        self._reports.extend(runner.reports)
+        self.group_bytes_read += runner.part_bytes
+
+    # -- window life cycle -------------------------------------------------
+
+    def _start_next(self) -> None:
+        """Allocates the next window and starts its load (if any left)."""
+        if self._next >= len(self._windows):
+            return
+        w = self._windows[self._next]
+        self._next += 1
+        self._pending = w
+        if self._group is not None:
+            return  # loaded in step with the other ranks, when reached
+        w.buffer = self._alloc(w.nbytes)
+        # Alive now: this window, the one being handed out and the one the
+        # consumer's last tensor is a view of (kept alive by that view).
+        alive = {id(x): x.nbytes for x in (w, self._current, self._last)
+                 if x is not None}
+        self.peak_bytes = max(self.peak_bytes, sum(alive.values()))
+        dests = []
+        base = self._address(w.buffer)
+        for (name, _dt, _shape, size), off in zip(w.infos, w.offsets):
+            if size:
+                dests.append((name, base + off, size))
+        if not dests:
+            return  # every tensor of the window is empty: nothing to read
+        if self._device.startswith("cuda"):
+            import torch
+            # The caching allocator may hand out a block that work queued
+            # on the current stream (the consumer's copies out of an
+            # earlier window) still reads; the loader writes on its own
+            # streams.
+            torch.cuda.current_stream(self._device).synchronize()
+        w.job = self._loader.start_load_into(self._ckpt, dests, w.buffer)
+
+    def _alloc(self, size: int):
+        size = max(size, 1)
+        if self._np:
+            import numpy as np
+            return np.empty(size, dtype=np.uint8)
+        import torch
+        return torch.empty(size, dtype=torch.uint8, device=self._device)
+
+    @staticmethod
+    def _address(buf) -> int:
+        return buf.ctypes.data if hasattr(buf, "ctypes") else buf.data_ptr()
+
+    def _finish(self, w: _Window) -> None:
+        if self._group is not None:
+            alive = {id(x): x.nbytes for x in (w, self._last)
+                     if x is not None}
+            self.peak_bytes = max(self.peak_bytes, sum(alive.values()))
+            self._load_group_window(w)
+            self._t_loaded = time.perf_counter()
+            return
+        job, w.job = w.job, None
+        if job is not None:
+            self._reports.append(_core.wait(job, False, w.nbytes))
+        self._t_loaded = time.perf_counter()
+
+    def _view(self, w: _Window, i: int):
+        _name, dt, shape, size = w.infos[i]
+        off = w.offsets[i]
+        if size == 0:
+            buf = None
+        elif isinstance(w.buffer, list):  # group mode: one per tensor
+            buf = w.buffer[i]
+        elif self._np:
+            buf = w.buffer[off:off + size]
+        else:
+            buf = w.buffer.narrow(0, off, size)
+        if self._np:
+            return _dtypes.view_numpy(buf, dt, shape)
+        t = _dtypes.view_torch(buf, dt, shape)
+        return t.to(self._device) if buf is None else t
+
+    # -- iteration -----------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Tuple[str, Any]]:
+        return self
+
+    def __next__(self) -> Tuple[str, Any]:
+        if self._current is None or self._pos >= len(self._current.infos):
+            self._advance()
+        w, i = self._current, self._pos
+        self._pos += 1
+        if i == 1 and self._pending is None and self._group is None:
+            # The consumer has moved on to this window (it took tensor 0
+            # and let go of the previous window's last one): prefetch.
+            self._start_next_or_close()
+        self._last = w
+        return w.infos[i][0], self._view(w, i)
+
+    def _advance(self) -> None:
+        """Makes the next loaded window current (waits for its load)."""
+        if self._loader is None:  # ended, failed or closed
+            raise StopIteration
+        if self._current is not None:
+            # Handed out in full: the stream lets go of it (the consumer's
+            # tensors keep their parts alive while it holds them).
+            self._current.buffer = None
+            self._current = None
+        if self._pending is None:
+            # A one-tensor window came before, or group mode (no prefetch).
+            self._start_next_or_close()
+        if self._pending is None:
+            self._close(ok=True)
+            raise StopIteration
+        w, self._pending = self._pending, None
+        try:
+            self._finish(w)
+        except BaseException:
+            self._close(ok=False)
+            raise
+        self._current, self._pos = w, 0
+
+    def _start_next_or_close(self) -> None:
+        try:
+            self._start_next()
+        except BaseException:
+            self._close(ok=False)
+            raise
+
+    def _close(self, ok: bool) -> None:
+        if self._loader is None:
+            return
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.job is not None:
+            job, pending.job = pending.job, None
+            while not job.wait(3600):  # its buffer must outlive the load
+                pass
+        pending = None
+        if self._current is not None:
+            self._current.buffer = None
+            self._current = None
+        self._last = None
+        # No load is in flight any more: the loader may be reused.
+        self._loader = None
+        self._loader_cm.__exit__(None, None, None)
+        if ok:
+            self._make_report()
+
+    def _make_report(self) -> None:
+        merged = LoadReport.merge(self._reports)
+        if merged is None:
+            merged = LoadReport({"device": self._device, "tensors": 0,
+                                 "bytes": 0, "bytes_read": 0, "seconds": 0.0,
+                                 "open_seconds": 0.0, "alloc_seconds": 0.0,
+                                 "transfer_seconds": 0.0, "staging_bytes": 0,
+                                 "device_bytes": 0, "threads": 0,
+                                 "gb_per_s": 0.0, "files": [], "notes": []})
+        else:
+            # One line per file, not one per window (a window's report
+            # lists every file; those it did not read say "none").
+            seen = {}
+            for f in merged.files:
+                if f.bytes == 0 and f.path_taken == "none":
+                    continue
+                prev = seen.get(f.path)
+                if prev is None:
+                    seen[f.path] = f
+                    continue
+                prev.bytes += f.bytes
+                if f.path_taken not in prev.path_taken.split("+"):
+                    prev.path_taken += "+" + f.path_taken
+                if f.reason and f.reason not in prev.reason:
+                    prev.reason += "; " + f.reason
+            merged.files = list(seen.values())
+            merged.notes = list(dict.fromkeys(merged.notes))
+            merged.device = self._device
+        wall = self._t_loaded - self._t0
+        merged.tensors = sum(len(w.infos) for w in self._windows)
+        merged.bytes = self.bytes  # delivered (group mode: not all read)
+        if self._group is not None:
+            g = self._group
+            merged.bytes_read = (merged.bytes_read or 0) + \
+                self.group_bytes_read
+            merged.notes.insert(0, (
+                f"group: rank {g.rank} of {g.size} ({g.backend}) read "
+                f"{merged.bytes_read} of {self.bytes} bytes; the group "
+                f"delivered the rest"))
+        merged.seconds = wall
+        merged.gb_per_s = merged.bytes / wall / 1e9 if wall > 0 else 0.0
+        self.report = merged
+        _core.set_last_report(merged)
+
+    def close(self) -> None:
+        """Stops early: waits for the load in flight, drops the windows."""
+        self._close(ok=False)
+
+    def __del__(self):
+        try:
+            self._close(ok=False)
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+
+def stream_tensors(path: Any, device: Any = "cpu", *,
+                   names: Optional[Sequence[str]] = None,
+                   window: Any = DEFAULT_WINDOW, framework: str = "pt",
+                   process_group: Any = None, group_timeout: float = 300.0,
+                   **options) -> TensorStream:
+    """Yields ``(name, tensor)`` for the tensors of PATH (or NAMES of them)
+    in file order, holding at most WINDOW bytes of them at once (see the
+    module doc). With PROCESS_GROUP the ranks split the reading (group
+    mode). Raises the load's error where it happens."""
+    return TensorStream(path, device=device, names=names, window=window,
+                        framework=framework, process_group=process_group,
+                        group_timeout=group_timeout, **options)
