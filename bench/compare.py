@@ -349,8 +349,8 @@ def first_call_child(name, path, device):
     try:
         for mod in FIRST_CALL_IMPORTS.get(key, []):
             importlib.import_module(mod)
-    except ImportError as e:
-        print(json.dumps({"missing": e.name or str(e)}))
+    except ImportError as e:  # absent, or present but not loadable here
+        print(json.dumps({"missing": e.name or mod, "why": str(e)[:300]}))
         return
     t2 = time.perf_counter()
     fn = dict((m[0], m[1]) for m in first_call_methods(device))[name]
@@ -402,7 +402,7 @@ def time_in_fresh_process(name, path, device):
         raise RuntimeError(f"exit {r.returncode}: {r.stderr[-600:]}")
     rec = json.loads(r.stdout.strip().splitlines()[-1])
     if "missing" in rec:
-        raise ImportError(rec["missing"], name=rec["missing"])
+        raise ImportError(rec["why"], name=rec["missing"])
     return rec["seconds"], rec["tensors"], rec["how"]
 
 
@@ -610,7 +610,8 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
                 else:
                     secs, n, path_how = time_method(fn, path, args.device)
             except ImportError as e:
-                note = f"{name}: skipped, not installed ({e.name})"
+                note = (f"{name}: skipped, not importable ({e.name}: "
+                        f"{str(e)[:200]})")
                 if note not in results["notes"]:
                     results["notes"].append(note)
                 dropped.add(name)

@@ -481,12 +481,21 @@ class SynthTest(Fixture):
         self.assertIn("naive", out1)
         self.assertRegex(out1, r"weightlift is [0-9.]+x the naive loader")
         self.assertIn("GB/s", out1)
+        # The sizes it checked before generating, and the measured footprint
+        # against its estimate and the machine's quarter.
+        self.assertRegex(err1, r"demo: tiny: [0-9.]+ [kMG]B on disk \([0-9.]+ "
+                               r"[kMGT]B free there\), peak memory about "
+                               r"[0-9.]+ [kMG]B")
+        self.assertRegex(out1, r"peak RSS [0-9.]+ [kMG]B \(estimated "
+                               r"beforehand: [0-9.]+ [kMG]B; a quarter of "
+                               r"this machine's memory: [0-9.]+ [kMG]B\)")
         first = {p: os.stat(os.path.join(cache, p)).st_mtime_ns
                  for p in os.listdir(cache)}
         rc, out2, err2 = run("demo", "--layout", "tiny", "--cache", cache,
                              "--device", "cpu")
         self.assertEqual(rc, 0, err2)
         self.assertIn("reused", out2)
+        self.assertIn("on disk (generated earlier)", err2)
         second = {p: os.stat(os.path.join(cache, p)).st_mtime_ns
                   for p in os.listdir(cache)}
         self.assertEqual(first, second)
