@@ -66,32 +66,10 @@ StatusOr<TensorParallel> MakeTensorParallel(const TpFlags& flags) {
   return tp;
 }
 
-StatusOr<Checkpoint> TpPartsCheckpoint(const Checkpoint& ckpt,
-                                       const TensorParallel& tp,
-                                       std::string* summary) {
+StatusOr<std::vector<TensorRequest>> TpRequests(const Checkpoint& ckpt,
+                                                const TensorParallel& tp,
+                                                std::string* summary) {
   WL_ASSIGN_OR_RETURN(ShardedTensors sharded, ShardTensors(ckpt.tensors(), tp));
-  std::vector<TensorInfo> parts;
-  for (const TensorShard& s : sharded.shards) {
-    const TensorInfo& t = ckpt.tensors()[s.tensor];
-    if (s.runs <= 1) {
-      TensorInfo p = t;
-      p.shape = s.shape;
-      p.offset = t.offset + s.first_byte;
-      p.size = s.bytes;
-      parts.push_back(std::move(p));
-      continue;
-    }
-    for (uint64_t k = 0; k < s.runs; ++k) {
-      TensorInfo p;
-      p.name = t.name + "#" + std::to_string(k);
-      p.dtype = DType::kU8;
-      p.shape = {s.run_bytes};
-      p.file = t.file;
-      p.offset = t.offset + s.first_byte + k * s.run_stride;
-      p.size = s.run_bytes;
-      parts.push_back(std::move(p));
-    }
-  }
   if (summary) {
     *summary = "tensor parallel: rank " + std::to_string(tp.rank) + " of " +
                std::to_string(tp.size) + ": " +
@@ -100,8 +78,7 @@ StatusOr<Checkpoint> TpPartsCheckpoint(const Checkpoint& ckpt,
                std::to_string(sharded.replicated_bytes) + " replicated";
     for (const std::string& w : sharded.warnings) *summary += "\nwarning: " + w;
   }
-  std::vector<FileInfo> files = ckpt.files();
-  return Checkpoint(std::move(files), std::move(parts), ckpt.index_path());
+  return ShardRequests(ckpt.tensors(), sharded);
 }
 
 }  // namespace weightlift::cli

@@ -35,3 +35,35 @@ class GroupTransport {
 };
 
 }  // namespace weightlift
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/loader.h"
+#include "weightlift/tensor_parallel.h"
+
+namespace weightlift {
+
+struct GroupLoadRequest {
+  // false: every rank ends with every full tensor, each reading about 1/n
+  // of the bytes. true: each rank gets its parts under `tp` (whose rank
+  // and size must be the group's), replicated tensors read once in the
+  // group.
+  bool tensor_parallel = false;
+  TensorParallel tp;
+  uint64_t allgather_min_bytes = 4u << 20;  // see GroupPlanOptions
+  uint64_t batch_bytes = 256u << 20;
+};
+
+// Loads CKPT on this rank of GROUP with LOADER (whose device is this rank's
+// own and the memory the transport moves: host for ThreadGroup, the CUDA
+// device for NcclCommunicator). Before any data moves the ranks all-gather
+// a fingerprint of the request and the checkpoint, and a rank that cannot
+// start says so: disagreement or a failed rank is InvalidArgument on every
+// rank, naming the ranks. Tensors come in checkpoint order, each in memory
+// this call allocated (one allocation, 256-byte aligned tensors); the
+// report counts this rank's reads (bytes_read) and notes what the group
+// delivered.
+StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
+                                   GroupTransport& group,
+                                   const GroupLoadRequest& request);
+
+}  // namespace weightlift

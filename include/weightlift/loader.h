@@ -20,6 +20,7 @@
 #include "weightlift/checkpoint.h"
 #include "weightlift/options.h"
 #include "weightlift/report.h"
+#include "weightlift/request.h"
 #include "weightlift/status.h"
 
 namespace weightlift {
@@ -73,11 +74,25 @@ class Loader {
   virtual ~Loader() = default;
 
   // Loads NAMES (every tensor when empty) into memory the loader allocates:
-  // host tensors aligned to 64 bytes, device tensors to 256 bytes. On error
-  // every allocation of this call is freed and no tensor is returned.
+  // device tensors aligned to 256 bytes; host tensors to 64 bytes, except
+  // those of a file read with O_DIRECT, which are laid out as in the file
+  // (the address congruent to the file offset modulo 4096, so the reads
+  // land in place): aligned as their file offset, at least to their element
+  // size. On error every allocation of this call is freed and no tensor is
+  // returned.
   virtual StatusOr<LoadResult> Load(const Checkpoint& ckpt,
                                     std::span<const std::string> names = {},
                                     const LoadCallbacks& callbacks = {}) = 0;
+
+  // Loads REQUESTS (whole tensors or slices, see request.h) into memory the
+  // loader allocates, as Load() does; result tensor k is request k, with
+  // the slice's shape, C-contiguous. A tensor may be requested more than
+  // once. Only the selected bytes are read, or where that means many small
+  // reads, a covering range placed with strided copies; the report's notes
+  // say which and what it cost. on_ready gets the request index.
+  virtual StatusOr<LoadResult> LoadSlices(
+      const Checkpoint& ckpt, std::span<const TensorRequest> requests,
+      const LoadCallbacks& callbacks = {}) = 0;
 
   // Fills the caller's destinations in place. On error the destinations'
   // contents are unspecified and the status says what failed.

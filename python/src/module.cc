@@ -41,6 +41,7 @@
 #include "weightlift/object_storage.h"
 #include "weightlift/options.h"
 #include "weightlift/report.h"
+#include "weightlift/request.h"
 #include "weightlift/status.h"
 
 namespace nb = nanobind;
@@ -287,19 +288,22 @@ struct JobState {
   std::atomic<uint64_t> progress_total{0};
 };
 
+// What a Job runs: Load(names), LoadInto(dests) or LoadSlices(requests).
+enum class JobKind { kLoad, kLoadInto, kLoadSlices };
+
 class Job {
  public:
-  // Starts Load (names) or LoadInto (dests) on a new thread. KEEPALIVE is
-  // held until the thread has ended: for LoadInto it owns the destination
-  // memory, which must outlive every write.
+  // Starts Load (names), LoadInto (dests) or LoadSlices (requests) on a new
+  // thread. KEEPALIVE is held until the thread has ended: for LoadInto it
+  // owns the destination memory, which must outlive every write.
   Job(std::shared_ptr<Loader> loader, std::shared_ptr<const Checkpoint> ckpt,
-      std::vector<std::string> names, std::vector<Destination> dests, bool into,
+      JobKind kind, std::vector<std::string> names,
+      std::vector<Destination> dests, std::vector<TensorRequest> requests,
       nb::object keepalive)
       : loader_(std::move(loader)),
         ckpt_(std::move(ckpt)),
         state_(std::make_shared<JobState>()),
-        keepalive_(std::move(keepalive)),
-        into_(into) {
+        keepalive_(std::move(keepalive)) {
     LoadCallbacks cb;
     cb.on_ready = [st = state_](size_t index, const TensorInfo&) {
       {
@@ -314,14 +318,17 @@ class Job {
     };
     thread_ = std::thread([loader = loader_, ckpt = ckpt_, st = state_,
                            names = std::move(names), dests = std::move(dests),
-                           into, cb = std::move(cb)]() mutable {
+                           requests = std::move(requests), kind,
+                           cb = std::move(cb)]() mutable {
       Status status;
       std::optional<LoadResult> result;
       LoadReport report;
-      if (into) {
+      if (kind == JobKind::kLoadInto) {
         status = loader->LoadInto(*ckpt, dests, &report, cb);
       } else {
-        StatusOr<LoadResult> r = loader->Load(*ckpt, names, cb);
+        StatusOr<LoadResult> r = kind == JobKind::kLoadSlices
+                                     ? loader->LoadSlices(*ckpt, requests, cb)
+                                     : loader->Load(*ckpt, names, cb);
         if (r.ok()) {
           result.emplace(std::move(r).value());
           report = result->report;
@@ -419,7 +426,6 @@ class Job {
   std::shared_ptr<const Checkpoint> ckpt_;
   std::shared_ptr<JobState> state_;
   nb::object keepalive_;
-  bool into_;
   std::thread thread_;
 };
 
@@ -441,8 +447,32 @@ PyLoader CreateLoader(const nb::dict& opts) {
 
 Job* StartLoad(PyLoader& self, const PyCheckpoint& ckpt,
                std::vector<std::string> names) {
-  return new Job(self.loader, ckpt.ckpt, std::move(names), {}, false,
-                 nb::none());
+  return new Job(self.loader, ckpt.ckpt, JobKind::kLoad, std::move(names), {},
+                 {}, nb::none());
+}
+
+// REQUESTS: [(name, [(start, stop, step), ...])], every index already
+// normalized (non-negative, start <= stop <= dim, step >= 1; an integer
+// index is (i, i + 1, 1)); an empty list is the whole tensor. The result
+// tensors keep one dimension per tensor dimension (take_tensors gives each
+// slice's shape); dropping an integer index's axis is the caller's reshape.
+Job* StartLoadSlices(
+    PyLoader& self, const PyCheckpoint& ckpt,
+    const std::vector<std::tuple<
+        std::string, std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>>>&
+        requests) {
+  std::vector<TensorRequest> r;
+  r.reserve(requests.size());
+  for (const auto& [name, dims] : requests) {
+    TensorRequest tr;
+    tr.name = name;
+    for (const auto& [start, stop, step] : dims) {
+      tr.slices.push_back(DimSlice{start, stop, step});
+    }
+    r.push_back(std::move(tr));
+  }
+  return new Job(self.loader, ckpt.ckpt, JobKind::kLoadSlices, {}, {},
+                 std::move(r), nb::none());
 }
 
 // DESTS: [(name, address, size)]; KEEPALIVE owns that memory.
@@ -455,8 +485,8 @@ Job* StartLoadInto(
   for (const auto& [name, addr, size] : dests) {
     d.push_back(Destination{name, reinterpret_cast<void*>(addr), size});
   }
-  return new Job(self.loader, ckpt.ckpt, {}, std::move(d), true,
-                 std::move(keepalive));
+  return new Job(self.loader, ckpt.ckpt, JobKind::kLoadInto, {}, std::move(d),
+                 {}, std::move(keepalive));
 }
 
 }  // namespace
@@ -562,6 +592,8 @@ NB_MODULE(_native, m) {
       .def("options",
            [](const PyLoader& l) { return OptionsDict(l.loader->options()); })
       .def("start_load", &StartLoad, "checkpoint"_a, "names"_a,
+           nb::rv_policy::take_ownership)
+      .def("start_load_slices", &StartLoadSlices, "checkpoint"_a, "requests"_a,
            nb::rv_policy::take_ownership)
       .def("start_load_into", &StartLoadInto, "checkpoint"_a, "dests"_a,
            "keepalive"_a, nb::rv_policy::take_ownership);

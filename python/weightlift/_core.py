@@ -87,6 +87,14 @@ def pooled_loader(options: Dict[str, Any]):
                     stack.append(loader)
 
 
+def check_options(options: Dict[str, Any]) -> None:
+    """Raises what a load with OPTIONS would raise for them (unknown name,
+    bad value, unusable device) without loading: a loader is made (or
+    taken from the pool) and pooled again for the load that follows."""
+    with pooled_loader(options):
+        pass
+
+
 def release_cached_loaders() -> None:
     """Frees the staging memory of every idle cached loader."""
     with _pool_lock:

@@ -5,7 +5,7 @@ or ml_dtypes has the type):
 
 =============  ==========================================================
 BOOL .. C64    the matching torch dtype, same shape (U16/U32/U64 need
-               torch >= 2.3; older torch raises UnsupportedError, as
+               torch >= 2.3; older torch raises UnsupportedDtypeError, as
                safetensors itself fails there)
 F8_E4M3        torch.float8_e4m3fn   (torch >= 2.1)
 F8_E5M2        torch.float8_e5m2     (torch >= 2.1)

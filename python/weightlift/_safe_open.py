@@ -10,10 +10,11 @@ options (framework=, device=, backend=, ...: a SafetensorError where
 safetensors raises one). ``get_tensor`` loads one tensor through the C++
 loader onto DEVICE, ``get_tensors`` all of them in one load; results are
 zero-copy views that outlive the handle. ``get_slice(name)[index]`` follows
-safetensors' indexing rules (see weightlift._slice_index) and reads only the
-rows of the first dimension the index touches: into host memory, then (for
-a cuda handle) one copy of just the selected part to the device, as a
-tensor-parallel rank that needs its shard of a weight wants. The result owns
+safetensors' indexing rules (see weightlift._slice_index) and is loaded as a
+slice request (_slices.py): only the selected bytes are read (or a covering
+range placed with strided copies where that moves fewer), with the loader's
+staging, O_DIRECT and report, straight onto the device, as a tensor-parallel
+rank that needs its shard of a weight wants. The result owns
 exactly its own bytes. A slice keeps what it needs to read, so (as in
 safetensors) it still works after its handle is closed.
 """
@@ -21,12 +22,10 @@ safetensors) it still works after its handle is closed.
 from __future__ import annotations
 
 import collections
-import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _slice_index
-from ._errors import (InvalidArgumentError, TensorNotFoundError,
-                      WeightliftIOError)
+from . import _core, _dtypes, _slice_index, _slices
+from ._errors import InvalidArgumentError, TensorNotFoundError
 from ._options import device_string
 
 TensorInfo = collections.namedtuple(
@@ -52,31 +51,42 @@ def _framework(framework: Any) -> str:
 
 
 class _Source:
-    """What reading a tensor needs: the open checkpoint, the framework and
-    the load options. Shared by a handle and its slices; a slice keeps it
-    alive after the handle is closed."""
+    """What reading a tensor needs: the open checkpoint (and its tensor
+    rows, listed once), the framework and the load options. Shared by a
+    handle and its slices; a slice keeps it alive after the handle is
+    closed."""
 
-    def __init__(self, ckpt, framework: str, options: Dict[str, Any]):
+    def __init__(self, ckpt, framework: str, options: Dict[str, Any],
+                 rows: List[tuple]):
         self.ckpt = ckpt
         self.numpy = framework == "np"
         self.options = options
         self.device = options["device"]
-        self.resolved = {f["path"]: f["resolved_path"] for f in ckpt.files()}
+        self.rows = {r[0]: r for r in rows}
 
-    def load(self, names: Optional[List[str]]):
-        """[(name, tensor)] of NAMES (every tensor when None), in file
-        order, through a pooled loader."""
-        rows = self.ckpt.tensors()
-        if names is not None:
-            wanted = set(names)
-            rows = [r for r in rows if r[0] in wanted]
-        _dtypes.check_framework_types(rows, self.numpy)
-        items, dev, _ = _core.load_raw(self.ckpt, names, numpy=self.numpy,
-                                       **self.options)
+    def _convert(self, name, dt, shape, data, device):
         if self.numpy:
-            return [(n, _dtypes.to_numpy(dt, shape, data, n))
-                    for n, dt, shape, data in items]
-        return [(n, _dtypes.to_torch(dt, shape, data, dev, n))
+            return _dtypes.to_numpy(dt, shape, data, name)
+        return _dtypes.to_torch(dt, shape, data, device, name)
+
+    def load_one(self, name: str):
+        """Tensor NAME, loaded through a pooled loader."""
+        _, dt, shape, _, _, size = self.rows[name]
+        _dtypes.check_framework_types([self.rows[name]], self.numpy)
+        if size == 0:  # nothing to read
+            return self._convert(name, dt, shape, None, self.device)
+        with _core.pooled_loader(self.options) as loader:
+            job = loader.start_load(self.ckpt, [name])
+            _core.wait(job, False, size)
+            ((_, dt, shape, data),) = job.take_tensors(self.numpy)
+        return self._convert(name, dt, shape, data, self.device)
+
+    def load_all(self):
+        """[(name, tensor)] of every tensor in file order, in one load."""
+        _dtypes.check_framework_types(self.rows.values(), self.numpy)
+        items, dev, _ = _core.load_raw(self.ckpt, None, numpy=self.numpy,
+                                       **self.options)
+        return [(n, self._convert(n, dt, shape, data, dev))
                 for n, dt, shape, data in items]
 
 
@@ -97,20 +107,19 @@ class safe_open:  # noqa: N801 - safetensors' name
                 f"Device {dev} is not supported for framework numpy "
                 f"(numpy arrays live in host memory)", code="InvalidArgument")
         options = dict(options, device=dev)
-        # Checks every option first (an invalid backend or device raises
-        # here, before the file is looked at, as in safetensors); the
-        # loader goes back to the pool for this handle's loads.
-        with _core.pooled_loader(options):
-            pass
+        # Every option first (an invalid backend or device raises here,
+        # before the file is looked at, as in safetensors).
+        _core.check_options(options)
         ckpt = _core.open_checkpoint(filename)
-        self._source: Optional[_Source] = _Source(ckpt, fw, options)
+        rows = ckpt.tensors()
+        self._source: Optional[_Source] = _Source(ckpt, fw, options, rows)
         files = ckpt.files()
         self._paths = [f["path"] for f in files]
         # safetensors: None when the key is absent, {} when it is empty.
         self._meta = (files[0]["metadata"]
                       if files and files[0]["has_metadata"] else None)
         self._info: Dict[str, TensorInfo] = {}
-        for name, dt, shape, file, offset, size in ckpt.tensors():
+        for name, dt, shape, file, offset, size in rows:
             self._info[name] = TensorInfo(name, dt, list(shape),
                                           self._paths[file], offset, size)
 
@@ -160,13 +169,12 @@ class safe_open:  # noqa: N801 - safetensors' name
     # -- data --------------------------------------------------------------
     def get_tensor(self, name: str):
         info = self.tensor_info(name)
-        ((_, tensor),) = self._open_source().load([info.name])
-        return tensor
+        return self._open_source().load_one(info.name)
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, in one load, keyed in file order (as safetensors'
         offset_keys())."""
-        return dict(self._open_source().load(None))
+        return dict(self._open_source().load_all())
 
     def get_slice(self, name: str) -> "SafeSlice":
         info = self.tensor_info(name)
@@ -182,42 +190,6 @@ class safe_open:  # noqa: N801 - safetensors' name
         state = ("closed" if self._source is None
                  else f"{len(self._info)} tensors")
         return f"<weightlift.safe_open {self._paths[:1]} {state}>"
-
-
-# Largest single read, far below the 2 GiB a Linux read returns at most.
-_MAX_READ = 1 << 30
-
-
-def _pread_exact(path: str, offset: int, out: memoryview, name: str) -> None:
-    """Fills OUT with the bytes of PATH at OFFSET; loops over short reads
-    (os.preadv retries EINTR itself) in pieces of at most _MAX_READ."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError as e:
-        raise WeightliftIOError(
-            f"{path}: tensor '{name}': open failed: "
-            f"{os.strerror(e.errno)} ({e.errno})", code="IoError") from None
-    try:
-        done, total = 0, len(out)
-        while done < total:
-            piece = out[done:done + _MAX_READ]
-            try:
-                got = os.preadv(fd, [piece], offset + done)
-            except OSError as e:
-                raise WeightliftIOError(
-                    f"{path}: tensor '{name}': read of {len(piece)} bytes at "
-                    f"offset {offset + done} failed: "
-                    f"{os.strerror(e.errno)} ({e.errno})",
-                    code="IoError") from None
-            if got == 0:
-                raise WeightliftIOError(
-                    f"{path}: tensor '{name}': unexpected end of file at "
-                    f"offset {offset + done} ({total - done} of {total} bytes "
-                    f"at offset {offset} missing; the file shrank after it "
-                    f"was opened)", code="IoError")
-            done += got
-    finally:
-        os.close(fd)
 
 
 class SafeSlice:
@@ -251,67 +223,22 @@ class SafeSlice:
         # or a sub-byte dtype (rows need not be whole bytes): index the
         # whole tensor with torch, loaded once.
         if self._full is None:
-            ((_, self._full),) = src.load([info.name])
+            self._full = src.load_one(info.name)
         part = self._full[index]
         return part.clone() if hasattr(part, "clone") else part.copy()
 
     def _read(self, sel: "_slice_index.Selection"):
-        """The selected part: the rows of dimension 0 it touches, read into
-        a fresh host buffer, indexed, copied to a buffer of its own when it
-        is not the whole read, then moved to the device."""
+        """The selected part, read by the loader as a slice request (only
+        the selected bytes, or a covering range placed with strided copies
+        where that moves fewer; staging, O_DIRECT and the report as for any
+        load) straight onto the handle's device (see _slices.py)."""
         src, info = self._source, self._info
         if src.numpy:
-            import numpy as np
             _dtypes.numpy_layout(info.dtype, info.shape, info.name)
-            new_buffer = lambda n: np.empty(n, dtype=np.uint8)  # noqa: E731
-            view, as_bytes = _dtypes.view_numpy, (lambda b: b)
         else:
-            import torch
             _dtypes.torch_layout(info.dtype, info.shape, info.name)
-            # A cuda handle without a usable device fails as get_tensor
-            # fails (the loader's check), not with torch's own error.
-            if src.device != "cpu":
-                with _core.pooled_loader(src.options):
-                    pass
-            new_buffer = lambda n: torch.empty(n, dtype=torch.uint8)  # noqa
-            view, as_bytes = _dtypes.view_torch, (lambda b: b.numpy())
-        bits = _dtypes.BITS[info.dtype]
-        first, length = _slice_index.byte_span(sel, info.shape, bits)
-        out_shape = _slice_index.result_shape(sel)
-        if length == 0:
-            part = view(None, info.dtype, out_shape)
-        else:
-            buf = new_buffer(length)
-            _pread_exact(src.resolved[info.file], info.offset + first,
-                         memoryview(as_bytes(buf)).cast("B"), info.name)
-            rows = list(info.shape)
-            if rows:
-                rows[0] = length * 8 // bits // max(1, _numel(rows[1:]))
-            block = view(buf, info.dtype, rows)
-            part = block[_block_index(sel)]
-            if _numel(out_shape) != _numel(rows):
-                part = (part.copy() if src.numpy else
-                        part.clone(memory_format=torch.contiguous_format))
-        if not src.numpy and src.device != "cpu":
-            part = part.to(src.device)
+        with _core.pooled_loader(src.options) as loader:
+            (part,) = _slices.load_slices(
+                loader, src.ckpt, [(info.name, sel.ranges, sel.squeeze)],
+                "np" if src.numpy else "pt", src.device)
         return part
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _block_index(sel: "_slice_index.Selection") -> tuple:
-    """SEL as an index of the block read for it (its rows of dimension 0
-    start at the block's row 0). A trailing Ellipsis keeps numpy from
-    turning an all-int index into a scalar: the result is a 0-d array, as
-    safetensors returns."""
-    idx = []
-    for d, (start, stop, step) in enumerate(sel.ranges):
-        if d == 0:
-            start, stop = 0, stop - start
-        idx.append(start if d in sel.squeeze else slice(start, stop, step))
-    return tuple(idx) + (Ellipsis,)

@@ -23,6 +23,7 @@ def load_file(filename: Any, *, progress: bool = False,
             f"numpy (weightlift.numpy loads into host memory only)",
             code="InvalidArgument")
     options.pop("device", None)
+    _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     _dtypes.check_framework_types(ckpt.tensors(), numpy=True)
     items, _, _ = _core.load_raw(ckpt, progress=progress, numpy=True,

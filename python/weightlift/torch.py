@@ -29,10 +29,11 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
     if tp is not None:
         return dict(_tp.load(filename, device_string(device), tp, options,
                              progress)[0])
+    options = dict(options, device=device_string(device))
+    _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     _dtypes.check_framework_types(ckpt.tensors(), numpy=False)
-    items, dev, _ = _core.load_raw(ckpt, progress=progress,
-                                   device=device_string(device), **options)
+    items, dev, _ = _core.load_raw(ckpt, progress=progress, **options)
     return {name: _dtypes.to_torch(dt, shape, data, dev, name)
             for name, dt, shape, data in items}
 

@@ -33,6 +33,7 @@
 #include "exec/open_files.h"
 #include "exec/request.h"
 #include "exec/thread_pool.h"
+#include "util/clock.h"
 
 namespace weightlift::internal {
 
@@ -49,6 +50,9 @@ class CudaLoader final : public Loader {
   StatusOr<LoadResult> Load(const Checkpoint& ckpt,
                             std::span<const std::string> names,
                             const LoadCallbacks& callbacks) override;
+  StatusOr<LoadResult> LoadSlices(const Checkpoint& ckpt,
+                                  std::span<const TensorRequest> requests,
+                                  const LoadCallbacks& callbacks) override;
   Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
                   LoadReport* report, const LoadCallbacks& callbacks) override;
   const LoadOptions& options() const override { return options_; }
@@ -59,6 +63,12 @@ class CudaLoader final : public Loader {
   Status Init();
   // Runs JOB (destinations already set) and fills REPORT.
   Status Run(Job& job, LoadReport* report);
+  // Load() and LoadSlices(): one device allocation for SELS, then Run.
+  // REQUIRES mu_ held.
+  StatusOr<LoadResult> LoadSelections(const Checkpoint& ckpt,
+                                      std::vector<TensorSelection> sels,
+                                      const LoadCallbacks& callbacks,
+                                      Clock::time_point t0);
   void FillReportHeader(LoadReport* r) const;
   // Memory the io_uring files of a load of LOAD_BYTES register for their
   // reads: the staging ring, for loads large enough to repay it.
@@ -166,7 +176,8 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   for (uint32_t r = 0; r < job.tensors.size(); ++r) {
     if (job.remaining[r].load(std::memory_order_relaxed) == 0) job.ReadyNow(r);
   }
-  Status s = RunGds(job, plans.gds_files, config_.slot_bytes, device_, *pool_);
+  Status s = RunGds(job, plans.gds, plans.gds_files, config_.slot_bytes,
+                    device_, *pool_);
   if (!s.ok()) job.Fail(s);
   if (!job.failed) {
     host_register_pipeline_->Run(job, plans.host_register,
@@ -193,6 +204,22 @@ StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
   std::lock_guard<std::mutex> lock(mu_);
   auto t0 = Clock::now();
   WL_ASSIGN_OR_RETURN(std::vector<uint32_t> idx, ResolveNames(ckpt, names));
+  return LoadSelections(ckpt, WholeTensors(ckpt, idx), callbacks, t0);
+}
+
+StatusOr<LoadResult> CudaLoader::LoadSlices(
+    const Checkpoint& ckpt, std::span<const TensorRequest> requests,
+    const LoadCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t0 = Clock::now();
+  WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> sels,
+                      ResolveRequests(ckpt, requests));
+  return LoadSelections(ckpt, std::move(sels), callbacks, t0);
+}
+
+StatusOr<LoadResult> CudaLoader::LoadSelections(
+    const Checkpoint& ckpt, std::vector<TensorSelection> sels,
+    const LoadCallbacks& callbacks, Clock::time_point t0) {
   WL_RETURN_IF_ERROR(UseDevice(device_));
   LoadResult result;
   LoadReport& report = result.report;
@@ -200,7 +227,10 @@ StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
 
   // ---- One device allocation for the whole load, tensors 256-aligned.
   auto t_alloc = Clock::now();
-  WL_ASSIGN_OR_RETURN(DeviceLayout layout, LayOutOnDevice(ckpt, idx));
+  std::vector<uint64_t> sizes;
+  sizes.reserve(sels.size());
+  for (const TensorSelection& s : sels) sizes.push_back(s.bytes);
+  WL_ASSIGN_OR_RETURN(DeviceLayout layout, LayOutOnDevice(sizes));
   WL_ASSIGN_OR_RETURN(std::shared_ptr<void> owner,
                       AllocateLayout(device_, layout));
   auto* base = static_cast<std::byte*>(owner.get());
@@ -208,17 +238,18 @@ StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
   report.device_bytes = layout.total;
   if (hooks_.after_alloc) hooks_.after_alloc(base, layout.total);
 
-  std::vector<uintptr_t> dst(idx.size());
-  for (size_t r = 0; r < idx.size(); ++r) {
+  std::vector<uintptr_t> dst(sels.size());
+  for (size_t r = 0; r < sels.size(); ++r) {
     dst[r] = reinterpret_cast<uintptr_t>(base) + layout.offsets[r];
   }
-  Job job(ckpt, idx, std::move(dst), callbacks, layout.tensor_bytes);
+  Job job(ckpt, std::move(sels), std::move(dst), callbacks,
+          layout.tensor_bytes);
   Status s = Run(job, &report);
   if (!s.ok()) return s;  // OWNER frees the device memory here
 
-  result.tensors =
-      MakeLoadedTensors(ckpt, idx, options_.device, job.dst, owner);
-  report.tensors = idx.size();
+  result.tensors = MakeLoadedSelections(ckpt, job.selections, options_.device,
+                                        job.dst, owner);
+  report.tensors = job.selections.size();
   report.seconds = SecondsSince(t0);
   return result;
 }
@@ -243,7 +274,7 @@ Status CudaLoader::LoadInto(const Checkpoint& ckpt,
     dst[r] = reinterpret_cast<uintptr_t>(dests[r].data);
     total += dests[r].size;
   }
-  Job job(ckpt, idx, std::move(dst), callbacks, total);
+  Job job(ckpt, WholeTensors(ckpt, idx), std::move(dst), callbacks, total);
   WL_RETURN_IF_ERROR(Run(job, &report));
   report.tensors = idx.size();
   report.seconds = SecondsSince(t0);

@@ -12,13 +12,11 @@ namespace {
 constexpr uint64_t kDeviceAlign = 256;
 }  // namespace
 
-StatusOr<DeviceLayout> LayOutOnDevice(const Checkpoint& ckpt,
-                                      std::span<const uint32_t> tensors) {
-  const auto& all = ckpt.tensors();
+StatusOr<DeviceLayout> LayOutOnDevice(std::span<const uint64_t> sizes) {
   DeviceLayout l;
-  l.offsets.resize(tensors.size());
-  for (size_t r = 0; r < tensors.size(); ++r) {
-    uint64_t size = all[tensors[r]].size;
+  l.offsets.resize(sizes.size());
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    uint64_t size = sizes[r];
     uint64_t off = AlignUp(l.total, kDeviceAlign);
     if (off < l.total || off + size < off) {
       return Status::InvalidArgument("device layout overflows 64 bits");
@@ -29,7 +27,7 @@ StatusOr<DeviceLayout> LayOutOnDevice(const Checkpoint& ckpt,
   }
   // Every tensor gets a valid, non-null device pointer, also when all of
   // them are empty (frameworks reject null data pointers).
-  if (!tensors.empty() && l.total == 0) l.total = kDeviceAlign;
+  if (!sizes.empty() && l.total == 0) l.total = kDeviceAlign;
   return l;
 }
 

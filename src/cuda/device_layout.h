@@ -19,10 +19,9 @@ struct DeviceLayout {
   uint64_t tensor_bytes = 0;      // sum of tensor sizes
 };
 
-// Lays out TENSORS (indices into ckpt.tensors()) in request order.
+// Lays out tensors of SIZES bytes in request order.
 // InvalidArgument when the layout overflows 64 bits.
-StatusOr<DeviceLayout> LayOutOnDevice(const Checkpoint& ckpt,
-                                      std::span<const uint32_t> tensors);
+StatusOr<DeviceLayout> LayOutOnDevice(std::span<const uint64_t> sizes);
 
 // One cudaMalloc of LAYOUT.total bytes on DEVICE. ResourceExhausted naming
 // the need and the free memory when it cannot fit (checked with

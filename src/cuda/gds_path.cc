@@ -47,21 +47,20 @@ uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes) {
   return static_cast<uint32_t>((size + unit_bytes - 1) / unit_bytes);
 }
 
-Status RunGds(Job& job, std::span<const GdsFile* const> files,
-              uint64_t unit_bytes, int device, ThreadPool& pool) {
+Status RunGds(Job& job, std::span<const Segment> segments,
+              std::span<const GdsFile* const> files, uint64_t unit_bytes,
+              int device, ThreadPool& pool) {
   struct Unit {
     uint32_t file, r;
     uint64_t offset, length;
     uintptr_t dst;
   };
   std::vector<Unit> units;
-  const auto& all = job.ckpt->tensors();
-  for (uint32_t r = 0; r < job.tensors.size(); ++r) {
-    const TensorInfo& t = all[job.tensors[r]];
-    if (!files[t.file] || t.size == 0) continue;
-    for (uint64_t o = 0; o < t.size; o += unit_bytes) {
-      uint64_t len = std::min<uint64_t>(unit_bytes, t.size - o);
-      units.push_back({t.file, r, t.offset + o, len, job.dst[r] + o});
+  for (const Segment& s : segments) {
+    if (!files[s.file] || s.length == 0) continue;
+    for (uint64_t o = 0; o < s.length; o += unit_bytes) {
+      uint64_t len = std::min<uint64_t>(unit_bytes, s.length - o);
+      units.push_back({s.file, s.tensor, s.file_offset + o, len, s.dst + o});
     }
   }
   if (units.empty()) return Status::OK();

@@ -38,14 +38,16 @@ class GdsFile {
   CuFileHandle handle_ = nullptr;
 };
 
-// How many GDS reads (= Delivered calls) a tensor of SIZE bytes takes.
+// How many GDS reads (= Delivered calls) a segment of SIZE bytes takes.
 uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes);
 
-// Reads every non-empty tensor of JOB whose file has FILES[file] != null, in
-// reads of at most UNIT_BYTES (see GdsPieces), on min(pool.size(), reads)
-// workers. Errors go to job.Fail; returns an error only when libcufile is
-// unusable.
-Status RunGds(Job& job, std::span<const GdsFile* const> files,
-              uint64_t unit_bytes, int device, ThreadPool& pool);
+// Reads SEGMENTS (plain ranges, rows == 1: GDS has no staging to place a
+// strided copy from) of files with FILES[file] != null straight into device
+// memory, in reads of at most UNIT_BYTES (see GdsPieces), on min(pool.size(),
+// reads) workers. Errors go to job.Fail; returns an error only when
+// libcufile is unusable.
+Status RunGds(Job& job, std::span<const Segment> segments,
+              std::span<const GdsFile* const> files, uint64_t unit_bytes,
+              int device, ThreadPool& pool);
 
 }  // namespace weightlift::internal

@@ -109,9 +109,13 @@ void HostRegisterPipeline::Run(Job& job, const Plan& plan,
       h.chunk = &c;
       h.enqueued = true;
       for (const Scatter& sc : c.scatters) {
-        e = cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
-                            base + sc.chunk_offset, sc.length,
-                            cudaMemcpyHostToDevice, stream);
+        e = sc.rows <= 1 ? cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
+                                           base + sc.chunk_offset, sc.length,
+                                           cudaMemcpyHostToDevice, stream)
+                         : cudaMemcpy2DAsync(reinterpret_cast<void*>(sc.dst),
+                                             sc.length, base + sc.chunk_offset,
+                                             sc.src_pitch, sc.length, sc.rows,
+                                             cudaMemcpyHostToDevice, stream);
         if (e != cudaSuccess) {
           job.Fail(CudaStatus(e, fi.path + ": cudaMemcpyAsync from the "
                                            "registered mapping"));

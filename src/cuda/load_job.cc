@@ -2,12 +2,15 @@
 
 #include <utility>
 
+#include "exec/request.h"
+
 namespace weightlift::internal {
 
-Job::Job(const Checkpoint& c, std::vector<uint32_t> t, std::vector<uintptr_t> d,
-         const LoadCallbacks& cb, uint64_t tot)
+Job::Job(const Checkpoint& c, std::vector<TensorSelection> sel,
+         std::vector<uintptr_t> d, const LoadCallbacks& cb, uint64_t tot)
     : ckpt(&c),
-      tensors(std::move(t)),
+      selections(std::move(sel)),
+      tensors(TensorsOf(selections)),
       dst(std::move(d)),
       callbacks(&cb),
       remaining(new std::atomic<uint32_t>[tensors.size()]),
@@ -33,7 +36,7 @@ void Job::Delivered(uint32_t r, uint64_t len) {
 }
 
 void Job::DeliveredChunk(const ReadChunk& chunk) {
-  for (const Scatter& sc : chunk.scatters) Delivered(sc.tensor, sc.length);
+  for (const Scatter& sc : chunk.scatters) Delivered(sc.tensor, sc.bytes());
 }
 
 void Job::ReadyNow(uint32_t r) {

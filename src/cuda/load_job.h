@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "plan/selection.h"
 #include "util/progress.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -20,16 +21,18 @@
 namespace weightlift::internal {
 
 struct Job {
-  // Sets every field below: TENSORS[r] is the ckpt tensor index of request
-  // tensor r, DST[r] its device address, TOTAL the bytes the load delivers
-  // (for on_progress). CKPT and CALLBACKS must outlive the job.
-  Job(const Checkpoint& ckpt, std::vector<uint32_t> tensors,
+  // Sets every field below: SELECTIONS[r] is what request r selects (a
+  // whole tensor or a slice), DST[r] its device address (the selection's
+  // bytes back to back), TOTAL the bytes the load delivers (for
+  // on_progress). CKPT and CALLBACKS must outlive the job.
+  Job(const Checkpoint& ckpt, std::vector<TensorSelection> selections,
       std::vector<uintptr_t> dst, const LoadCallbacks& callbacks,
       uint64_t total);
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
   const Checkpoint* ckpt = nullptr;
+  std::vector<TensorSelection> selections;  // request index -> selection
   std::vector<uint32_t> tensors;  // request index -> ckpt tensor index
   std::vector<uintptr_t> dst;     // request index -> device address
   const LoadCallbacks* callbacks = nullptr;

@@ -76,14 +76,23 @@ void StagingPipeline::Worker(int w, Job& job, const Plan& plan,
     if (job.failed.load(std::memory_order_relaxed)) break;
     bool ok = true;
     for (const Scatter& sc : c.scatters) {
-      cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
-                                      s.buf + sc.chunk_offset, sc.length,
-                                      cudaMemcpyHostToDevice, stream);
+      // A strided scatter (a slice's rows) is one 2-D copy out of the
+      // slot, not one copy per row.
+      cudaError_t e =
+          sc.rows <= 1 ? cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
+                                         s.buf + sc.chunk_offset, sc.length,
+                                         cudaMemcpyHostToDevice, stream)
+                       : cudaMemcpy2DAsync(reinterpret_cast<void*>(sc.dst),
+                                           sc.length, s.buf + sc.chunk_offset,
+                                           sc.src_pitch, sc.length, sc.rows,
+                                           cudaMemcpyHostToDevice, stream);
       if (e != cudaSuccess) {
         const TensorInfo& t = job.ckpt->tensors()[job.tensors[sc.tensor]];
-        job.Fail(CudaStatus(
-            e, "cudaMemcpyAsync of " + std::to_string(sc.length) +
-                   " bytes of tensor '" + t.name + "' from " + f->path()));
+        job.Fail(CudaStatus(e, std::string(sc.rows <= 1 ? "cudaMemcpyAsync"
+                                                        : "cudaMemcpy2DAsync") +
+                                   " of " + std::to_string(sc.bytes()) +
+                                   " bytes of tensor '" + t.name + "' from " +
+                                   f->path()));
         ok = false;
         break;
       }

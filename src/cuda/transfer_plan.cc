@@ -1,6 +1,8 @@
 #include "cuda/transfer_plan.h"
 
+#include <algorithm>
 #include <atomic>
+#include <string>
 
 #include "cuda/gds_path.h"
 
@@ -10,28 +12,6 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
                             const CudaLoaderConfig& config,
                             LoadReport* report) {
   const Checkpoint& ckpt = *job.ckpt;
-  const auto& all = ckpt.tensors();
-  std::vector<Segment> staging_segs, hr_segs;
-  std::vector<uint32_t> gds_pieces(job.tensors.size(), 0);
-  for (uint32_t r = 0; r < job.tensors.size(); ++r) {
-    const TensorInfo& t = all[job.tensors[r]];
-    // Zero-byte tensors touch no file (FilesNeeded skips them), so their
-    // file may have no report entry: report_index is -1 there.
-    if (t.size == 0) continue;
-    report->files[files[t.file].report_index].bytes += t.size;
-    Segment seg{t.file, t.offset, t.size, job.dst[r], r};
-    switch (files[t.file].path) {
-      case TransferPath::kStaging:
-        staging_segs.push_back(seg);
-        break;
-      case TransferPath::kHostRegister:
-        hr_segs.push_back(seg);
-        break;
-      case TransferPath::kGds:
-        gds_pieces[r] = GdsPieces(t.size, config.slot_bytes);
-        break;
-    }
-  }
   TransferPlans p;
   std::vector<PlanFile> staging_pf(files.size()), hr_pf(files.size());
   p.staging_files.assign(files.size(), nullptr);
@@ -55,6 +35,39 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
         break;
     }
   }
+
+  std::vector<Segment> staging_segs, hr_segs;
+  PlacementStats placement;
+  for (uint32_t r = 0; r < job.selections.size(); ++r) {
+    const TensorSelection& sel = job.selections[r];
+    // Zero-byte tensors touch no file (FilesNeeded skips them), so their
+    // file may have no report entry: report_index is -1 there.
+    if (sel.bytes == 0) continue;
+    report->files[files[sel.file].report_index].bytes += sel.bytes;
+    PlaceOptions po;
+    switch (files[sel.file].path) {
+      case TransferPath::kStaging: {
+        // A strided chunk is one staging slot; the planner's cap for it.
+        const uint64_t a = staging_pf[sel.file].alignment;
+        po.granularity = a;
+        po.max_chunk_bytes = std::max<uint64_t>(a, config.slot_bytes / a * a);
+        PlaceSelection(sel, job.dst[r], r, po, &staging_segs, &placement);
+        break;
+      }
+      case TransferPath::kHostRegister:
+        // Copies straight from the mapped file, registered in pages.
+        po.granularity = kPageBytes;
+        po.max_chunk_bytes = std::max<uint64_t>(
+            kPageBytes, config.piece_bytes / kPageBytes * kPageBytes);
+        PlaceSelection(sel, job.dst[r], r, po, &hr_segs, &placement);
+        break;
+      case TransferPath::kGds:
+        po.granularity = kPageBytes;
+        po.max_chunk_bytes = 0;  // no staging to copy a stride from
+        PlaceSelection(sel, job.dst[r], r, po, &p.gds, &placement);
+        break;
+    }
+  }
   PlanOptions spo;
   // The planner keeps every aligned read span within chunk_bytes.
   spo.chunk_bytes = config.slot_bytes;
@@ -65,14 +78,21 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
   hpo.direct_min_bytes = UINT64_MAX;
   p.host_register = MakePlan(hr_segs, hr_pf, job.tensors.size(), hpo);
 
+  std::vector<uint32_t> gds_pieces(job.tensors.size(), 0);
+  uint64_t gds_bytes = 0;
+  for (const Segment& s : p.gds) {
+    gds_pieces[s.tensor] += GdsPieces(s.length, config.slot_bytes);
+    gds_bytes += s.length;
+  }
   for (uint32_t r = 0; r < job.tensors.size(); ++r) {
     uint32_t n = p.staging.pieces_per_tensor[r] +
                  p.host_register.pieces_per_tensor[r] + gds_pieces[r];
     job.remaining[r].store(n, std::memory_order_relaxed);
   }
-  report->bytes_read = p.staging.bytes_read + p.host_register.bytes_read;
-  for (uint32_t r = 0; r < job.tensors.size(); ++r) {
-    if (gds_pieces[r]) report->bytes_read += all[job.tensors[r]].size;
+  report->bytes_read =
+      p.staging.bytes_read + p.host_register.bytes_read + gds_bytes;
+  if (std::string note = placement.Note(); !note.empty()) {
+    report->notes.push_back(std::move(note));
   }
   return p;
 }

@@ -17,6 +17,7 @@ namespace weightlift::internal {
 struct TransferPlans {
   Plan staging;        // chunks of at most config.slot_bytes
   Plan host_register;  // page-aligned chunks of at most config.piece_bytes
+  std::vector<Segment> gds;  // plain ranges, read straight to the device
   // Per checkpoint file, what each path reads from (null: not that path).
   std::vector<File*> staging_files;
   std::vector<const Mapping*> host_register_files;
@@ -24,8 +25,9 @@ struct TransferPlans {
 };
 
 // Plans JOB over FILES (from ChoosePaths; they must outlive the result).
-// Sets job.remaining for every tensor, and REPORT's per-file bytes and
-// bytes_read.
+// Places each of the job's selections (whole tensors or slices, see
+// plan/selection.h) for its file's path. Sets job.remaining for every
+// tensor, and REPORT's per-file bytes, bytes_read and the slices note.
 TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
                             const CudaLoaderConfig& config, LoadReport* report);
 

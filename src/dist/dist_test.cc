@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -11,6 +15,8 @@
 #include "dist/nccl_lib.h"
 #include "dist/thread_group.h"
 #include "format/synth.h"
+#include "weightlift/group.h"
+#include "weightlift/loader.h"
 
 #ifdef WL_HAVE_NCCL_COMMUNICATOR
 #include <cuda_runtime.h>
@@ -248,6 +254,180 @@ TEST(NcclCommunicator, OneRankOnThisMachineOrAClearError) {
   cudaFree(dev);
 }
 #endif
+
+// ---- LoadWithGroup: real files, the host loader, ranks as threads --------
+
+struct SynthDir {
+  std::string path;
+  SynthDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "wl_dist_XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+    EXPECT_TRUE(Synthesize("tiny", 2, path, 7).ok());
+  }
+  ~SynthDir() { std::filesystem::remove_all(path); }
+};
+
+std::vector<uint8_t> FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// The bytes of SHARD of T, gathered from the file with its run geometry
+// (ShardTensors' geometry is checked element by element in plan_tests).
+std::vector<uint8_t> PartBytes(const std::vector<uint8_t>& file,
+                               const TensorInfo& t, const TensorShard& s) {
+  std::vector<uint8_t> out;
+  for (uint64_t k = 0; k < s.runs; ++k) {
+    const uint64_t at = t.offset + s.first_byte + k * s.run_stride;
+    out.insert(out.end(), file.begin() + static_cast<long>(at),
+               file.begin() + static_cast<long>(at + s.run_bytes));
+  }
+  return out;
+}
+
+struct RankResult {
+  Status status;
+  LoadResult result;
+};
+
+std::vector<RankResult> RunGroupLoad(
+    const Checkpoint& ckpt, int n,
+    const std::function<GroupLoadRequest(int)>& request) {
+  ThreadGroup group(n, milliseconds(30000));
+  std::vector<RankResult> out(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      LoadOptions o;
+      o.threads = 1;
+      o.staging_bytes = 8u << 20;
+      o.backend = Backend::kPread;
+      auto loader = Loader::Create(o);
+      RankResult& mine = out[static_cast<size_t>(r)];
+      if (!loader.ok()) {
+        mine.status = loader.status();
+        return;
+      }
+      auto got = LoadWithGroup(**loader, ckpt, group.rank(r), request(r));
+      if (got.ok()) {
+        mine.result = std::move(*got);
+      } else {
+        mine.status = got.status();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(LoadWithGroup, FullModeEveryRankGetsEveryTensorReadingAShare) {
+  SynthDir dir;
+  auto ckpt = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  std::vector<std::vector<uint8_t>> files;
+  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
+  for (int n : {1, 2, 3, 4}) {
+    auto results = RunGroupLoad(*ckpt, n, [](int) {
+      GroupLoadRequest req;
+      req.allgather_min_bytes = 64 << 10;  // the tiny layout gathers some
+      req.batch_bytes = 1 << 20;
+      return req;
+    });
+    uint64_t read = 0;
+    for (int r = 0; r < n; ++r) {
+      const RankResult& rr = results[static_cast<size_t>(r)];
+      ASSERT_TRUE(rr.status.ok()) << rr.status.ToString();
+      ASSERT_EQ(rr.result.tensors.size(), ckpt->tensors().size());
+      for (size_t i = 0; i < ckpt->tensors().size(); ++i) {
+        const TensorInfo& t = ckpt->tensors()[i];
+        const LoadedTensor& lt = rr.result.tensors[i];
+        ASSERT_EQ(lt.size, t.size);
+        EXPECT_EQ(std::memcmp(lt.data, files[t.file].data() + t.offset, t.size),
+                  0)
+            << "n=" << n << " rank " << r << " " << t.name;
+      }
+      read += rr.result.report.bytes_read;
+    }
+    // Each byte read once in the group (pread: no alignment overhead).
+    EXPECT_EQ(read, ckpt->total_bytes()) << "n=" << n;
+  }
+}
+
+TEST(LoadWithGroup, TensorParallelPartsAndReplicatedTensorsReadOnce) {
+  SynthDir dir;
+  auto ckpt = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(ckpt.ok());
+  std::vector<std::vector<uint8_t>> files;
+  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
+  const std::vector<TpPlanEntry> plan = {
+      {"*.q_proj.weight", ShardStyle::kColwise},
+      {"*.o_proj.weight", ShardStyle::kRowwise},
+      {"*.down_proj.weight", ShardStyle::kRowwise},
+      {"*.up_proj.weight", ShardStyle::kColwise}};
+  const int n = 3;
+  auto results = RunGroupLoad(*ckpt, n, [&](int r) {
+    GroupLoadRequest req;
+    req.tensor_parallel = true;
+    req.tp.rank = r;
+    req.tp.size = n;
+    req.tp.plan = plan;
+    return req;
+  });
+  for (int r = 0; r < n; ++r) {
+    const RankResult& rr = results[static_cast<size_t>(r)];
+    ASSERT_TRUE(rr.status.ok()) << rr.status.ToString();
+    TensorParallel tp;
+    tp.rank = r;
+    tp.size = n;
+    tp.plan = plan;
+    auto shards = ShardTensors(ckpt->tensors(), tp);
+    ASSERT_TRUE(shards.ok());
+    for (size_t i = 0; i < ckpt->tensors().size(); ++i) {
+      const TensorInfo& t = ckpt->tensors()[i];
+      const TensorShard& s = shards->shards[i];
+      const LoadedTensor& lt = rr.result.tensors[i];
+      EXPECT_EQ(lt.shape, s.shape) << t.name;
+      const auto want = PartBytes(files[t.file], t, s);
+      ASSERT_EQ(lt.size, want.size()) << t.name;
+      EXPECT_EQ(std::memcmp(lt.data, want.data(), want.size()), 0)
+          << "rank " << r << " " << t.name;
+    }
+  }
+}
+
+TEST(LoadWithGroup, RanksThatDisagreeFailTogetherBeforeDataMoves) {
+  SynthDir dir;
+  auto ckpt = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(ckpt.ok());
+  auto results = RunGroupLoad(*ckpt, 2, [](int r) {
+    GroupLoadRequest req;
+    req.tensor_parallel = true;
+    req.tp.rank = r;
+    req.tp.size = 2;
+    req.tp.plan = {{"*.q_proj.weight",
+                    r == 0 ? ShardStyle::kColwise : ShardStyle::kRowwise}};
+    return req;
+  });
+  for (const RankResult& rr : results) {
+    ASSERT_FALSE(rr.status.ok());
+    EXPECT_EQ(rr.status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(rr.status.message().find("ranks disagree"), std::string::npos);
+    EXPECT_NE(rr.status.message().find("ranks [0]"), std::string::npos);
+    EXPECT_NE(rr.status.message().find("ranks [1]"), std::string::npos);
+  }
+  auto bad = RunGroupLoad(*ckpt, 2, [](int r) {
+    GroupLoadRequest req;
+    req.tensor_parallel = true;
+    req.tp.rank = r == 1 ? 5 : r;
+    req.tp.size = 2;
+    return req;
+  });
+  EXPECT_NE(bad[0].status.message().find("rank 1 could not start the load"),
+            std::string::npos)
+      << bad[0].status.ToString();
+  EXPECT_NE(bad[1].status.message().find("tp_rank=5"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace weightlift::internal

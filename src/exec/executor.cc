@@ -68,6 +68,20 @@ std::string ChunkContext(const ReadChunk& c, const ExecCallbacks& cb) {
   return s;
 }
 
+// SC's bytes from the bounce SLOT to host memory: one memcpy, or one per
+// row of a strided scatter (the rows land back to back).
+void CopyOut(const std::byte* slot, const Scatter& sc) {
+  auto* dst = reinterpret_cast<std::byte*>(sc.dst);
+  const std::byte* src = slot + sc.chunk_offset;
+  if (sc.rows <= 1) {
+    std::memcpy(dst, src, sc.length);
+    return;
+  }
+  for (uint64_t r = 0; r < sc.rows; ++r) {
+    std::memcpy(dst + r * sc.length, src + r * sc.src_pitch, sc.length);
+  }
+}
+
 }  // namespace
 
 Status RunHostPlan(const Plan& plan, std::span<File* const> files,
@@ -114,7 +128,7 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
   auto finish_scatters = [&](const ReadChunk& c) {
     uint64_t bytes = 0;
     for (const Scatter& s : c.scatters) {
-      bytes += s.length;
+      bytes += s.bytes();
       if (remaining[s.tensor].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
           cb.on_ready) {
         cb.on_ready(s.tensor);
@@ -148,10 +162,7 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
           fail(s.WithContext(ChunkContext(c, cb)));
           return;
         }
-        for (const Scatter& sc : c.scatters) {
-          std::memcpy(reinterpret_cast<void*>(sc.dst), slot + sc.chunk_offset,
-                      sc.length);
-        }
+        for (const Scatter& sc : c.scatters) CopyOut(slot, sc);
         bounce.Release(slot);
         bounce_chunks.fetch_add(1, std::memory_order_relaxed);
       }

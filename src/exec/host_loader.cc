@@ -1,14 +1,16 @@
 // The host loader: Plan + executor into host memory.
 //
-// Load() lays the requested tensors out in one allocation: each tensor is
-// 64-byte aligned, and a tensor large enough to be read directly whose file
-// offset is 64-aligned is placed at an address congruent to its file offset
-// modulo 4096, so O_DIRECT reads can land in it with no bounce copy.
-// Everything else (edges, small tensors, misaligned ones) goes through the
-// bounce pool, which is allocated once when the loader is created. A tensor
-// whose file offset is not 64-aligned (typical safetensors files have data
-// at 8 mod 64) cannot be both 64-byte aligned and congruent to its offset
-// modulo the O_DIRECT alignment (512 or more), so it always bounces.
+// Load() and LoadSlices() lay the requested tensors out in one allocation.
+// For a file read with O_DIRECT each tensor is placed as in the file: at an
+// address congruent to its file offset modulo 4096 (its element alignment
+// is kept: safetensors data starts at 8 mod 64, so such tensors are 8-byte,
+// not 64-byte, aligned). A file's tensors that follow each other in the
+// file then follow each other in memory too, and the planner reads the
+// whole run straight into place: only its first and last blocks go through
+// the bounce pool (allocated once when the loader is created). Small
+// tensors that do not continue their file neighbour, slices that are not
+// one range, and every buffered read are 64-byte aligned; buffered reads
+// land in place at any alignment.
 //
 // Load()'s fresh destination is faulted in by a Populator thread running
 // ahead of the readers, so first-touch cost overlaps storage reads. Small
@@ -34,8 +36,10 @@
 #include "exec/request.h"
 #include "exec/thread_pool.h"
 #include "plan/plan.h"
+#include "plan/selection.h"
 #include "util/clock.h"
 #include "util/errno_text.h"
+#include "weightlift/dtype.h"
 
 namespace weightlift::internal {
 namespace {
@@ -135,6 +139,9 @@ class HostLoader final : public Loader {
   StatusOr<LoadResult> Load(const Checkpoint& ckpt,
                             std::span<const std::string> names,
                             const LoadCallbacks& callbacks) override;
+  StatusOr<LoadResult> LoadSlices(const Checkpoint& ckpt,
+                                  std::span<const TensorRequest> requests,
+                                  const LoadCallbacks& callbacks) override;
   Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
                   LoadReport* report, const LoadCallbacks& callbacks) override;
   const LoadOptions& options() const override { return options_; }
@@ -143,14 +150,24 @@ class HostLoader final : public Loader {
   const Status& pool_status() const { return pool_.status(); }
 
  private:
-  // Plans and runs the reads of TENSORS into DSTS (host addresses, one per
-  // tensor). POPULATE: the destinations are fresh memory of ours; fault
-  // them in ahead of the readers (see Populator).
-  Status Run(const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
+  // Zero-copy Load() of whole tensors (options_.zero_copy).
+  StatusOr<LoadResult> LoadMappedTensors(const Checkpoint& ckpt,
+                                         const std::vector<uint32_t>& tensors,
+                                         const LoadCallbacks& callbacks);
+  // Load() and LoadSlices(): SELS into one fresh allocation (see the file
+  // comment for the layout). REQUIRES mu_ held.
+  StatusOr<LoadResult> LoadSelections(const Checkpoint& ckpt,
+                                      const std::vector<TensorSelection>& sels,
+                                      const LoadCallbacks& callbacks,
+                                      Clock::time_point t0);
+  // Plans and runs the reads of SELS into DSTS (host addresses, one per
+  // selection, its bytes back to back). POPULATE: the destinations are
+  // fresh memory of ours; fault them in ahead of the readers (Populator).
+  Status Run(const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
              const std::vector<OpenedFile>& opened,
              const std::vector<uintptr_t>& dsts, const LoadCallbacks& callbacks,
              bool populate, LoadReport* report);
-  Status Open(const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
+  Status Open(const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
               std::vector<OpenedFile>* opened, LoadReport* report);
 
   LoadOptions options_;
@@ -172,35 +189,29 @@ class HostLoader final : public Loader {
 };
 
 Status HostLoader::Open(const Checkpoint& ckpt,
-                        const std::vector<uint32_t>& tensors,
+                        const std::vector<TensorSelection>& sels,
                         std::vector<OpenedFile>* opened, LoadReport* report) {
   const auto t = Clock::now();
   uint64_t load_bytes = 0;
-  for (uint32_t idx : tensors) load_bytes += ckpt.tensors()[idx].size;
+  for (const TensorSelection& sel : sels) load_bytes += sel.bytes;
   WL_ASSIGN_OR_RETURN(
-      *opened, OpenCheckpointFiles(
-                   ckpt, options_, FilesNeeded(ckpt, tensors), &report->notes,
-                   MemoryToRegister(bounce_->memory(), load_bytes, options_,
-                                    registration_refused_)));
+      *opened,
+      OpenCheckpointFiles(ckpt, options_, FilesNeeded(ckpt, TensorsOf(sels)),
+                          &report->notes,
+                          MemoryToRegister(bounce_->memory(), load_bytes,
+                                           options_, registration_refused_)));
   WrapOpenedFiles(wrap_, opened);
   report->open_seconds = SecondsSince(t);
   return Status::OK();
 }
 
 Status HostLoader::Run(const Checkpoint& ckpt,
-                       const std::vector<uint32_t>& tensors,
+                       const std::vector<TensorSelection>& sels,
                        const std::vector<OpenedFile>& opened,
                        const std::vector<uintptr_t>& dsts,
                        const LoadCallbacks& callbacks, bool populate,
                        LoadReport* report) {
   const auto t = Clock::now();
-  std::vector<Segment> segments;
-  segments.reserve(tensors.size());
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const TensorInfo& ti = ckpt.tensors()[tensors[k]];
-    segments.push_back(
-        {ti.file, ti.offset, ti.size, dsts[k], static_cast<uint32_t>(k)});
-  }
   std::vector<PlanFile> plan_files(ckpt.files().size());
   std::vector<File*> files(ckpt.files().size(), nullptr);
   bool any_direct = false;
@@ -219,16 +230,30 @@ Status HostLoader::Run(const Checkpoint& ckpt,
   PlanOptions popt;
   popt.chunk_bytes = options_.chunk_bytes;
   popt.direct_min_bytes = options_.direct_min_bytes;
-  const Plan plan = MakePlan(segments, plan_files, tensors.size(), popt);
+  std::vector<Segment> segments;
+  segments.reserve(sels.size());
+  PlacementStats placement;
+  for (size_t k = 0; k < sels.size(); ++k) {
+    const uint64_t a = plan_files[sels[k].file].alignment;
+    PlaceOptions po;
+    po.granularity = a;
+    // Strided chunks are bounce chunks: at most a staging slot.
+    po.max_chunk_bytes = std::max<uint64_t>(a, popt.chunk_bytes / a * a);
+    PlaceSelection(sels[k], dsts[k], static_cast<uint32_t>(k), po, &segments,
+                   &placement);
+  }
+  const Plan plan = MakePlan(segments, plan_files, sels.size(), popt);
 
   ExecCallbacks cb;
   if (callbacks.on_ready) {
     cb.on_ready = [&](uint32_t k) {
-      callbacks.on_ready(k, ckpt.tensors()[tensors[k]]);
+      callbacks.on_ready(k, ckpt.tensors()[sels[k].tensor]);
     };
   }
   cb.on_progress = callbacks.on_progress;
-  cb.tensor_name = [&](uint32_t k) { return ckpt.tensors()[tensors[k]].name; };
+  cb.tensor_name = [&](uint32_t k) {
+    return ckpt.tensors()[sels[k].tensor].name;
+  };
   cb.threads = any_direct ? cold_threads_ : warm_threads_;
   std::atomic<size_t> next_chunk{0};
   cb.next_chunk = &next_chunk;
@@ -246,21 +271,23 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     }
   }
   AppendFileNotes(opened, &report->notes);
-  if (s.ok()) s = CheckFilesUnchanged(ckpt, tensors, opened);
+  if (s.ok()) s = CheckFilesUnchanged(ckpt, TensorsOf(sels), opened);
   report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;
   report->staging_bytes = bounce_->total_bytes();
   WL_RETURN_IF_ERROR(s);
 
-  report->tensors = tensors.size();
+  report->tensors = sels.size();
   report->bytes = plan.bytes_delivered;
   for (size_t i = 0; i < opened.size(); ++i) {
     report->files.push_back(opened[i].report);
   }
-  for (uint32_t idx : tensors) {
-    const TensorInfo& ti = ckpt.tensors()[idx];
-    report->files[ti.file].bytes += ti.size;
+  for (const TensorSelection& sel : sels) {
+    report->files[sel.file].bytes += sel.bytes;
+  }
+  if (std::string note = placement.Note(); !note.empty()) {
+    report->notes.push_back(std::move(note));
   }
   if (stats.bounce_chunks > 0 && stats.direct_chunks == 0 &&
       plan.bytes_delivered > 0) {
@@ -274,60 +301,94 @@ Status HostLoader::Run(const Checkpoint& ckpt,
   return Status::OK();
 }
 
+StatusOr<LoadResult> HostLoader::LoadMappedTensors(
+    const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
+    const LoadCallbacks& callbacks) {
+  WL_ASSIGN_OR_RETURN(LoadResult result, LoadMapped(ckpt, tensors));
+  if (callbacks.on_ready) {
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      callbacks.on_ready(k, ckpt.tensors()[tensors[k]]);
+    }
+  }
+  if (callbacks.on_progress) {
+    callbacks.on_progress(result.report.bytes, result.report.bytes);
+  }
+  return result;
+}
+
 StatusOr<LoadResult> HostLoader::Load(const Checkpoint& ckpt,
                                       std::span<const std::string> names,
                                       const LoadCallbacks& callbacks) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = Clock::now();
+  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors, ResolveNames(ckpt, names));
+  if (options_.zero_copy) return LoadMappedTensors(ckpt, tensors, callbacks);
+  return LoadSelections(ckpt, WholeTensors(ckpt, tensors), callbacks, t0);
+}
+
+StatusOr<LoadResult> HostLoader::LoadSlices(
+    const Checkpoint& ckpt, std::span<const TensorRequest> requests,
+    const LoadCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = Clock::now();
+  WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> sels,
+                      ResolveRequests(ckpt, requests));
+  // zero_copy maps whole tensors only; slices are copies.
+  if (options_.zero_copy &&
+      std::all_of(sels.begin(), sels.end(),
+                  [](const TensorSelection& s) { return s.whole; })) {
+    return LoadMappedTensors(ckpt, TensorsOf(sels), callbacks);
+  }
+  return LoadSelections(ckpt, sels, callbacks, t0);
+}
+
+StatusOr<LoadResult> HostLoader::LoadSelections(
+    const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
+    const LoadCallbacks& callbacks, Clock::time_point t0) {
   LoadResult result;
   LoadReport& report = result.report;
   report.device = Device::Cpu();
-  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors, ResolveNames(ckpt, names));
-  if (options_.zero_copy) {
-    WL_ASSIGN_OR_RETURN(result, LoadMapped(ckpt, tensors));
-    if (callbacks.on_ready) {
-      for (size_t k = 0; k < tensors.size(); ++k) {
-        callbacks.on_ready(k, ckpt.tensors()[tensors[k]]);
-      }
-    }
-    if (callbacks.on_progress) {
-      callbacks.on_progress(result.report.bytes, result.report.bytes);
-    }
-    return result;
-  }
   std::vector<OpenedFile> opened;
-  WL_RETURN_IF_ERROR(Open(ckpt, tensors, &opened, &report));
+  WL_RETURN_IF_ERROR(Open(ckpt, sels, &opened, &report));
 
   // Layout: see the file comment.
   const auto ta = Clock::now();
-  std::vector<uint64_t> pos(tensors.size());
+  std::vector<uint64_t> pos(sels.size());
   uint64_t end = 0;
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const TensorInfo& ti = ckpt.tensors()[tensors[k]];
-    const File* f = opened[ti.file].file.get();
+  for (size_t k = 0; k < sels.size(); ++k) {
+    const TensorSelection& sel = sels[k];
+    const File* f = opened[sel.file].file.get();
     const uint64_t falign = f != nullptr ? f->alignment() : 1;
+    const uint64_t offset = sel.first_offset();
+    const uint64_t elem = std::max<uint64_t>(
+        1,
+        static_cast<uint64_t>(DTypeBits(ckpt.tensors()[sel.tensor].dtype)) / 8);
     uint64_t p = AlignUp(end, kTensorAlign);
-    if (falign > 1 && ti.offset % kTensorAlign == 0 &&
-        ti.size >= options_.direct_min_bytes) {
+    if (falign > 1 && sel.blocks.size() == 1 && sel.blocks[0].rows == 1 &&
+        offset % elem == 0) {
+      // As in the file: congruent to the offset modulo the block size. For
+      // a small tensor only where that costs no padding (it continues the
+      // previous one in the file), so that it joins its neighbours' run.
       const uint64_t a = std::max(falign, kPageAlign);
-      p = AlignUp(end, a) + ti.offset % a;
-      if (p >= end + a) p -= a;
+      uint64_t q = AlignUp(end, a) + offset % a;
+      if (q >= end + a) q -= a;
+      if (sel.bytes >= options_.direct_min_bytes || q == end) p = q;
     }
     pos[k] = p;
-    end = p + ti.size;
+    end = p + sel.bytes;
   }
   WL_ASSIGN_OR_RETURN(HostBufferCache::Buffer buffer, buffers_->Acquire(end));
   std::shared_ptr<void> memory = std::move(buffer.memory);
-  std::vector<uintptr_t> dsts(tensors.size());
+  std::vector<uintptr_t> dsts(sels.size());
   const uintptr_t base = reinterpret_cast<uintptr_t>(memory.get());
-  for (size_t k = 0; k < tensors.size(); ++k) dsts[k] = base + pos[k];
+  for (size_t k = 0; k < sels.size(); ++k) dsts[k] = base + pos[k];
   report.alloc_seconds = SecondsSince(ta);
 
   WL_RETURN_IF_ERROR(
-      Run(ckpt, tensors, opened, dsts, callbacks, buffer.fresh, &report));
+      Run(ckpt, sels, opened, dsts, callbacks, buffer.fresh, &report));
 
   result.tensors =
-      MakeLoadedTensors(ckpt, tensors, Device::Cpu(), dsts, memory);
+      MakeLoadedSelections(ckpt, sels, Device::Cpu(), dsts, memory);
   report.seconds = SecondsSince(t0);
   return result;
 }
@@ -342,14 +403,15 @@ Status HostLoader::LoadInto(const Checkpoint& ckpt,
   report.device = Device::Cpu();
   WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors,
                       ResolveDestinations(ckpt, dests));
+  const std::vector<TensorSelection> sels = WholeTensors(ckpt, tensors);
   std::vector<OpenedFile> opened;
-  WL_RETURN_IF_ERROR(Open(ckpt, tensors, &opened, &report));
+  WL_RETURN_IF_ERROR(Open(ckpt, sels, &opened, &report));
   std::vector<uintptr_t> dsts(tensors.size());
   for (size_t k = 0; k < dests.size(); ++k) {
     dsts[k] = reinterpret_cast<uintptr_t>(dests[k].data);
   }
   WL_RETURN_IF_ERROR(
-      Run(ckpt, tensors, opened, dsts, callbacks, /*populate=*/false, &report));
+      Run(ckpt, sels, opened, dsts, callbacks, /*populate=*/false, &report));
   report.seconds = SecondsSince(t0);
   if (report_out != nullptr) *report_out = std::move(report);
   return Status::OK();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -93,7 +94,17 @@ class HostLoaderTest : public ::testing::Test {
       auto want = FileBytes(t.name);
       ASSERT_EQ(t.size, want.size()) << t.name;
       ASSERT_NE(t.data, nullptr) << t.name;
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 64, 0u) << t.name;
+      const uintptr_t addr = reinterpret_cast<uintptr_t>(t.data);
+      if (addr % 64 != 0) {
+        // Laid out as in the file for O_DIRECT reads (Loader::Load): its
+        // place in the page is the file offset's, its element alignment
+        // kept.
+        const TensorInfo& ti = *ckpt_->Find(t.name);
+        const uint64_t elem = std::max<uint64_t>(
+            1, static_cast<uint64_t>(DTypeBits(ti.dtype)) / 8);
+        EXPECT_EQ(addr % 4096, ti.offset % 4096) << t.name;
+        EXPECT_EQ(addr % elem, 0u) << t.name;
+      }
       EXPECT_EQ(std::memcmp(t.data, want.data(), want.size()), 0) << t.name;
       EXPECT_TRUE(t.owner) << t.name;
       EXPECT_EQ(t.dtype, ckpt_->Find(t.name)->dtype);
@@ -560,6 +571,149 @@ TEST(HostLoaderCreateTest, RejectsBadOptionsAndCudaDevice) {
   LoadOptions c;
   c.device = Device::Cuda(0);
   EXPECT_EQ(CreateHostLoader(c).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A cold load of a file in the reference layout (data at 8 mod 64) reads
+// straight into the destination: only the blocks where the data starts
+// and ends go through the bounce buffer.
+TEST_F(HostLoaderTest, ColdLoadReadsTheFileInPlace) {
+  Written w;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 6; ++i) {
+    w.data.push_back(RandomBytes(300000 + 4 * (rng() % 1000), rng()));
+    TensorToWrite t;
+    t.name = "layer." + std::to_string(i);
+    t.dtype = DType::kF32;
+    t.shape = {w.data.back().size() / 4};
+    w.tensors.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < w.tensors.size(); ++i) w.tensors[i].data = w.data[i];
+  const std::string path = dir_.File("reference.safetensors");
+  // Metadata long enough to put the data at 8 mod 64, as most files have
+  // it (8 + N, N padded to 8).
+  StatusOr<Checkpoint> ckpt = Status::Internal("unset");
+  WriteOptions wo;
+  for (int pad = 0; pad < 64; ++pad) {
+    wo.metadata["pad"] = std::string(pad, 'x');
+    ASSERT_TRUE(WriteSafetensors(path, w.tensors, wo).ok());
+    ckpt = Checkpoint::Open(path);
+    ASSERT_TRUE(ckpt.ok());
+    if (ckpt->tensors()[0].offset % 64 == 8) break;
+  }
+  ASSERT_EQ(ckpt->tensors()[0].offset % 64, 8u);
+  LoadOptions o = Options(Backend::kDirect);
+  auto loader = CreateHostLoader(o);
+  ASSERT_TRUE(loader.ok());
+  auto r = (*loader)->Load(*ckpt);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<std::byte> bytes = ReadFileOrDie(path);
+  for (const LoadedTensor& t : r->tensors) {
+    const TensorInfo& ti = *ckpt->Find(t.name);
+    EXPECT_EQ(std::memcmp(t.data, bytes.data() + ti.offset, ti.size), 0);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % 4096, ti.offset % 4096);
+  }
+  // The data is one run: every chunk of it is direct except the first
+  // block (header and data share it) and the partial last one.
+  EXPECT_TRUE(
+      testing::AnyNoteHas(r->report.notes, {" through the bounce buffer"}));
+  const uint64_t data_bytes = ckpt->total_bytes();
+  const uint64_t chunks = (data_bytes + o.chunk_bytes - 1) / o.chunk_bytes;
+  EXPECT_TRUE(
+      testing::AnyNoteHas(r->report.notes, {", 2 through the bounce buffer"}))
+      << r->report.ToString();
+  EXPECT_GE(chunks, 2u);
+  EXPECT_LE(r->report.bytes_read, data_bytes + 2 * 4096);
+}
+
+// Reference gather: numpy's basic indexing over a row-major tensor.
+std::vector<std::byte> Gather(std::span<const std::byte> tensor,
+                              const std::vector<uint64_t>& shape, int eb,
+                              const std::vector<DimSlice>& slices) {
+  std::vector<std::byte> out;
+  const size_t n = shape.size();
+  std::vector<DimSlice> s(n);
+  for (size_t i = 0; i < n; ++i) {
+    s[i] = i < slices.size() ? slices[i] : DimSlice{0, shape[i], 1};
+    if (s[i].count() == 0) return out;
+  }
+  std::vector<uint64_t> idx(n, 0);
+  while (true) {
+    uint64_t e = 0;
+    for (size_t i = 0; i < n; ++i) {
+      e = e * shape[i] + s[i].start + idx[i] * s[i].step;
+    }
+    out.insert(out.end(), tensor.begin() + e * eb,
+               tensor.begin() + (e + 1) * eb);
+    size_t d = n;
+    while (d > 0 && ++idx[d - 1] == s[d - 1].count()) idx[--d] = 0;
+    if (d == 0) break;
+  }
+  return out;
+}
+
+// Slices of real random tensors under every backend: row ranges, columns,
+// steps, ints, whole tensors and the same tensor twice, in one load, equal
+// to the reference gather of the file's bytes.
+TEST_P(HostLoaderBackendTest, SlicesMatchReferenceGather) {
+  auto loader = CreateHostLoader(Options(GetParam()));
+  ASSERT_TRUE(loader.ok());
+  std::mt19937_64 rng(11);
+  std::vector<TensorRequest> req;
+  for (const TensorInfo& t : ckpt_->tensors()) {
+    if (DTypeBits(t.dtype) % 8 != 0) continue;
+    TensorRequest r{t.name, {}};
+    for (size_t i = 0; i < t.shape.size() && rng() % 4 != 0; ++i) {
+      const uint64_t a = rng() % (t.shape[i] + 1);
+      const uint64_t b = a + rng() % (t.shape[i] - a + 1);
+      r.slices.push_back({a, b, rng() % 3 == 0 ? 1 + rng() % 5 : 1});
+    }
+    req.push_back(r);
+  }
+  // Columns of the 2-D tensor, and its rows, and the same tensor again.
+  req.push_back({"big.a", {{0, 1025, 1}, {100, 612, 1}}});
+  req.push_back({"big.a", {{3, 900, 1}}});
+  req.push_back({"big.c", {{0, 512, 3}, {7, 1000, 2}}});
+  req.push_back({"odd.u8", {{1, 2, 1}}});
+  auto r = (*loader)->LoadSlices(*ckpt_, req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tensors.size(), req.size());
+  for (size_t k = 0; k < req.size(); ++k) {
+    const LoadedTensor& t = r->tensors[k];
+    const TensorInfo& ti = *ckpt_->Find(req[k].name);
+    const int eb = DTypeBits(ti.dtype) / 8;
+    const auto want = Gather(FileBytes(ti.name), ti.shape, eb, req[k].slices);
+    ASSERT_EQ(t.size, want.size()) << k << " " << ti.name;
+    uint64_t n = static_cast<uint64_t>(eb);
+    for (uint64_t d : t.shape) n *= d;
+    EXPECT_EQ(n, t.size);
+    if (!want.empty()) {
+      const auto* got = static_cast<const std::byte*>(t.data);
+      const size_t bad = static_cast<size_t>(
+          std::mismatch(want.begin(), want.end(), got).first - want.begin());
+      EXPECT_EQ(bad, want.size())
+          << "request " << k << " (" << ti.name << ", " << req[k].slices.size()
+          << " slices, " << want.size() << " bytes) differs from byte " << bad;
+    }
+  }
+  EXPECT_TRUE(testing::AnyNoteHas(r->report.notes, {"slices: "}))
+      << r->report.ToString();
+}
+
+TEST_F(HostLoaderTest, SliceErrorsNameTheTensor) {
+  auto loader = CreateHostLoader(Options(Backend::kPread));
+  ASSERT_TRUE(loader.ok());
+  std::vector<TensorRequest> missing = {{"nope", {}}};
+  EXPECT_EQ((*loader)->LoadSlices(*ckpt_, missing).status().code(),
+            StatusCode::kNotFound);
+  std::vector<TensorRequest> past = {{"big.a", {{0, 1026, 1}}}};
+  auto s = (*loader)->LoadSlices(*ckpt_, past).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'big.a' dimension 0 (size 1025)"),
+            std::string::npos)
+      << s.message();
+  std::vector<TensorRequest> f4 = {{"t.F4", {{0, 2, 1}}}};
+  EXPECT_EQ((*loader)->LoadSlices(*ckpt_, f4).status().code(),
+            StatusCode::kUnsupported);
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "plan/selection.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
+#include "weightlift/request.h"
 
 namespace weightlift::internal {
 
@@ -32,6 +34,26 @@ std::vector<LoadedTensor> MakeLoadedTensors(const Checkpoint& ckpt,
                                             Device device,
                                             std::span<const uintptr_t> dsts,
                                             const std::shared_ptr<void>& owner);
+
+// REQUESTS as selections, one per request in order (see plan/selection.h):
+// NotFound for a name the checkpoint lacks, and SelectSlice's errors. A
+// tensor may be requested more than once (e.g. two slices of it).
+StatusOr<std::vector<TensorSelection>> ResolveRequests(
+    const Checkpoint& ckpt, std::span<const TensorRequest> requests);
+
+// TENSORS (indices into ckpt.tensors()) as whole-tensor selections.
+std::vector<TensorSelection> WholeTensors(const Checkpoint& ckpt,
+                                          std::span<const uint32_t> tensors);
+
+// The checkpoint index of each selection.
+std::vector<uint32_t> TensorsOf(std::span<const TensorSelection> selections);
+
+// Like MakeLoadedTensors, with each result's shape and size from its
+// selection.
+std::vector<LoadedTensor> MakeLoadedSelections(
+    const Checkpoint& ckpt, std::span<const TensorSelection> selections,
+    Device device, std::span<const uintptr_t> dsts,
+    const std::shared_ptr<void>& owner);
 
 // Which files the tensors touch (size ckpt.files().size()).
 std::vector<bool> FilesNeeded(const Checkpoint& ckpt,

@@ -35,7 +35,8 @@ class BouncePacker {
                Plan* plan)
       : file_(file), index_(file_index), cap_(cap), plan_(plan) {}
 
-  // REQUIRES: ranges are added in increasing offset order.
+  // REQUIRES: ranges are added in increasing offset order (they may
+  // overlap).
   void Add(const BounceRange& r) {
     const uint64_t a = file_.alignment;
     uint64_t pos = r.offset;
@@ -43,8 +44,11 @@ class BouncePacker {
     while (pos < end) {
       // Join the open chunk if POS is inside its last aligned block or
       // right after it, and there is room before the cap.
-      if (open_ &&
-          (AlignDown(pos, a) > AlignUp(max_end_, a) || pos >= start_ + cap_)) {
+      // A range that starts before the open chunk (it shares file bytes
+      // with an earlier, longer one: two slices of one tensor) opens a
+      // chunk of its own.
+      if (open_ && (pos < start_ || AlignDown(pos, a) > AlignUp(max_end_, a) ||
+                    pos >= start_ + cap_)) {
         Close();
       }
       if (!open_) {
@@ -87,6 +91,37 @@ class BouncePacker {
   ReadChunk chunk_;
 };
 
+// Chunks of whole rows of strided segment S, each covering at most CAP
+// aligned bytes.
+void PlanStrided(const Segment& s, const PlanFile& f, uint64_t cap,
+                 Plan* plan) {
+  const uint64_t a = std::max<uint64_t>(f.alignment, 1);
+  uint64_t r = 0;
+  while (r < s.rows) {
+    const uint64_t start = AlignDown(s.file_offset + r * s.pitch, a);
+    uint64_t n = 1;  // rows in this chunk; one always fits (REQUIRES)
+    while (r + n < s.rows &&
+           AlignUp(s.file_offset + (r + n) * s.pitch + s.length, a) - start <=
+               cap) {
+      ++n;
+    }
+    const uint64_t last_end = s.file_offset + (r + n - 1) * s.pitch + s.length;
+    ReadChunk c;
+    c.file = s.file;
+    c.offset = start;
+    c.length = std::min(AlignUp(last_end, a), f.size) - start;
+    Scatter sc{s.file_offset + r * s.pitch - start, s.dst + r * s.length,
+               s.length, s.tensor};
+    sc.rows = n;
+    sc.src_pitch = s.pitch;
+    c.scatters.push_back(sc);
+    plan->max_bounce_bytes =
+        std::max(plan->max_bounce_bytes, AlignUp(c.length, a));
+    plan->chunks.push_back(std::move(c));
+    r += n;
+  }
+}
+
 }  // namespace
 
 Plan MakePlan(std::span<const Segment> segments,
@@ -102,42 +137,84 @@ Plan MakePlan(std::span<const Segment> segments,
                     AlignDown(std::max<uint64_t>(options.chunk_bytes, 1), a));
   };
 
+  // Plain segments in file order; strided ones planned on their own.
+  std::vector<const Segment*> plain;
+  plain.reserve(segments.size());
   for (const Segment& s : segments) {
-    if (s.length == 0) continue;
+    if (s.bytes() == 0) continue;
     assert(s.file < files.size());
     assert(s.tensor < num_tensors);
-    plan.bytes_delivered += s.length;
-    const PlanFile& f = files[s.file];
+    plan.bytes_delivered += s.bytes();
+    if (s.rows > 1) {
+      PlanStrided(s, files[s.file], cap_for(files[s.file]), &plan);
+    } else {
+      plain.push_back(&s);
+    }
+  }
+  std::stable_sort(
+      plain.begin(), plain.end(), [](const Segment* x, const Segment* y) {
+        return x->file != y->file ? x->file < y->file
+                                  : x->file_offset < y->file_offset;
+      });
+
+  // A run: plain[i, j) adjacent in the file and in the destination.
+  for (size_t i = 0; i < plain.size();) {
+    size_t j = i + 1;
+    while (j < plain.size() && plain[j]->file == plain[i]->file &&
+           plain[j]->file_offset ==
+               plain[j - 1]->file_offset + plain[j - 1]->length &&
+           plain[j]->dst == plain[j - 1]->dst + plain[j - 1]->length) {
+      ++j;
+    }
+    const Segment& first = *plain[i];
+    const PlanFile& f = files[first.file];
     const uint64_t a = std::max<uint64_t>(f.alignment, 1);
-    const uint64_t end = s.file_offset + s.length;
+    const uint64_t begin = first.file_offset;
+    const uint64_t end = plain[j - 1]->file_offset + plain[j - 1]->length;
     uint64_t lo = end, hi = end;  // the direct interior, empty by default
-    if (f.allow_direct && s.length >= options.direct_min_bytes &&
-        s.dst % a == s.file_offset % a) {
-      lo = AlignUp(s.file_offset, a);
+    if (f.allow_direct && end - begin >= options.direct_min_bytes &&
+        first.dst % a == begin % a) {
+      lo = AlignUp(begin, a);
       hi = AlignDown(end, a);
       if (hi <= lo) lo = hi = end;
     }
-    if (lo > s.file_offset) {
-      bounce.push_back({s.file, s.file_offset,
-                        std::min(lo, end) - s.file_offset, s.dst, s.tensor});
-    }
-    if (hi > lo) {
-      const uint64_t cap = cap_for(f);
-      for (uint64_t p = lo; p < hi; p += cap) {
-        const uint64_t n = std::min(cap, hi - p);
-        ReadChunk c;
-        c.file = s.file;
-        c.offset = p;
-        c.length = n;
-        c.direct_dst = s.dst + (p - s.file_offset);
-        c.scatters.push_back(Scatter{0, c.direct_dst, n, s.tensor});
-        plan.chunks.push_back(std::move(c));
-      }
-      if (end > hi) {
+    // Each segment's bytes outside [lo, hi) bounce.
+    for (size_t k = i; k < j; ++k) {
+      const Segment& s = *plain[k];
+      const uint64_t s_end = s.file_offset + s.length;
+      const uint64_t head_end = std::min(s_end, lo);
+      if (head_end > s.file_offset) {
         bounce.push_back(
-            {s.file, hi, end - hi, s.dst + (hi - s.file_offset), s.tensor});
+            {s.file, s.file_offset, head_end - s.file_offset, s.dst, s.tensor});
+      }
+      const uint64_t tail_begin = std::max(s.file_offset, hi);
+      if (hi > lo && s_end > tail_begin) {
+        bounce.push_back({s.file, tail_begin, s_end - tail_begin,
+                          s.dst + (tail_begin - s.file_offset), s.tensor});
       }
     }
+    // [lo, hi) in direct chunks of at most cap; each lists the pieces of
+    // the run's segments it delivers.
+    const uint64_t cap = cap_for(f);
+    size_t k = i;
+    for (uint64_t p = lo; p < hi; p += cap) {
+      const uint64_t n = std::min(cap, hi - p);
+      ReadChunk c;
+      c.file = first.file;
+      c.offset = p;
+      c.length = n;
+      c.direct_dst = first.dst + (p - begin);
+      while (plain[k]->file_offset + plain[k]->length <= p) ++k;
+      for (size_t m = k; m < j && plain[m]->file_offset < p + n; ++m) {
+        const Segment& s = *plain[m];
+        const uint64_t from = std::max(p, s.file_offset);
+        const uint64_t to = std::min(p + n, s.file_offset + s.length);
+        c.scatters.push_back(Scatter{from - p, s.dst + (from - s.file_offset),
+                                     to - from, s.tensor});
+      }
+      plan.chunks.push_back(std::move(c));
+    }
+    i = j;
   }
 
   std::stable_sort(bounce.begin(), bounce.end(),

@@ -13,32 +13,44 @@
 
 namespace weightlift::internal {
 
-// A contiguous byte range of one file that must land at DST.
-// DST is an address in the destination's space (host or device); the planner
-// only does arithmetic on it.
+// A contiguous byte range of one file that must land at DST, or with
+// ROWS > 1 a strided one: ROWS runs of LENGTH bytes, PITCH bytes apart in
+// the file, landing back to back at DST (a slice placed with a strided copy,
+// see selection.h). DST is an address in the destination's space (host or
+// device); the planner only does arithmetic on it.
 struct Segment {
   uint32_t file = 0;
   uint64_t file_offset = 0;
   uint64_t length = 0;
   uintptr_t dst = 0;
   uint32_t tensor = 0;  // completion is tracked per tensor
+  uint64_t rows = 1;
+  uint64_t pitch = 0;  // > length when rows > 1
+  uint64_t bytes() const { return length * rows; }
 };
 
-// Part of a bounce chunk that goes to one destination.
+// Part of a chunk that goes to one destination: LENGTH bytes at
+// chunk_offset, or with ROWS > 1 a strided copy of ROWS runs of LENGTH
+// bytes, SRC_PITCH apart in the chunk, landing back to back at DST (one
+// cudaMemcpy2DAsync on CUDA).
 struct Scatter {
   uint64_t chunk_offset = 0;  // from the start of the chunk's read
   uintptr_t dst = 0;
   uint64_t length = 0;
   uint32_t tensor = 0;
+  uint64_t rows = 1;
+  uint64_t src_pitch = 0;
+  uint64_t bytes() const { return length * rows; }
 };
 
 struct ReadChunk {
   uint32_t file = 0;
   uint64_t offset = 0;  // file offset of the read (aligned for O_DIRECT)
   uint64_t length = 0;  // bytes to read (aligned, or ending at file end)
-  // Direct chunks: read straight to direct_dst; `scatters` holds exactly one
-  // entry describing the tensor bytes it delivers (chunk_offset 0).
-  // Bounce chunks: direct_dst == 0; read into a slot, then scatter.
+  // Direct chunks: read straight to direct_dst; `scatters` lists the tensor
+  // pieces the read delivers, back to back from chunk_offset 0 (for
+  // completion only: nothing is copied). Bounce chunks: direct_dst == 0;
+  // read into a slot, then scatter.
   uintptr_t direct_dst = 0;
   std::vector<Scatter> scatters;
   bool is_direct() const { return direct_dst != 0; }
@@ -62,15 +74,19 @@ struct Plan {
   // a tensor is complete when that many have finished.
   std::vector<uint32_t> pieces_per_tensor;
   uint64_t bytes_read = 0;        // sum of chunk lengths
-  uint64_t bytes_delivered = 0;   // sum of segment lengths
+  uint64_t bytes_delivered = 0;   // sum of segment bytes
   uint64_t max_bounce_bytes = 0;  // largest bounce chunk, aligned up
 };
 
 // FILES[i] describes file i. NUM_TENSORS sizes pieces_per_tensor.
 // Segments must not overlap in the destination; they may share file bytes.
-// A direct chunk is made only where the destination address and the file
-// offset agree modulo the file's alignment; edges go through bounce chunks,
-// which coalesce neighbouring ranges of one file up to chunk_bytes.
+// Segments adjacent both in the file and in the destination are one run
+// (a file's tensors laid out as in the file). A direct chunk is made only
+// where a run's destination address and file offset agree modulo the file's
+// alignment; edges go through bounce chunks, which coalesce neighbouring
+// ranges of one file up to chunk_bytes. Strided segments (rows > 1) are
+// never direct: their chunks each cover whole rows, at most chunk_bytes,
+// REQUIRES a row plus one alignment block to fit chunk_bytes.
 Plan MakePlan(std::span<const Segment> segments,
               std::span<const PlanFile> files, size_t num_tensors,
               const PlanOptions& options);

@@ -67,24 +67,34 @@ void VerifyPlan(const Plan& plan, std::span<const Segment> segs,
     if (ch.is_direct()) {
       ASSERT_TRUE(f.allow_direct);
       ASSERT_EQ(ch.direct_dst % a, 0u) << "direct destination unaligned";
-      ASSERT_EQ(ch.scatters.size(), 1u);
-      ASSERT_EQ(ch.scatters[0].chunk_offset, 0u);
-      ASSERT_EQ(ch.scatters[0].length, ch.length);
-      ASSERT_EQ(ch.scatters[0].dst, ch.direct_dst);
+      // The pieces tile the read, back to back from the destination.
+      uint64_t at = 0;
+      for (const Scatter& s : ch.scatters) {
+        ASSERT_EQ(s.rows, 1u);
+        ASSERT_EQ(s.chunk_offset, at);
+        ASSERT_EQ(s.dst, ch.direct_dst + at);
+        at += s.length;
+      }
+      ASSERT_EQ(at, ch.length);
     } else {
       ASSERT_LE((ch.length + a - 1) / a * a, plan.max_bounce_bytes);
     }
     for (const Scatter& s : ch.scatters) {
       ASSERT_GT(s.length, 0u);
-      ASSERT_LE(s.chunk_offset + s.length, ch.length);
+      ASSERT_GE(s.rows, 1u);
+      ASSERT_LE(s.chunk_offset + (s.rows - 1) * s.src_pitch + s.length,
+                ch.length);
       ASSERT_GE(s.dst, kBase);
-      ASSERT_LE(s.dst - kBase + s.length, arena);
+      ASSERT_LE(s.dst - kBase + s.bytes(), arena);
       ASSERT_LT(s.tensor, num_tensors);
       ++pieces[s.tensor];
-      for (uint64_t i = 0; i < s.length; ++i) {
-        const uint64_t d = s.dst - kBase + i;
-        c.dst[d] = FileByte(ch.file, ch.offset + s.chunk_offset + i);
-        ++c.hits[d];
+      for (uint64_t r = 0; r < s.rows; ++r) {
+        for (uint64_t i = 0; i < s.length; ++i) {
+          const uint64_t d = s.dst - kBase + r * s.length + i;
+          c.dst[d] = FileByte(ch.file,
+                              ch.offset + s.chunk_offset + r * s.src_pitch + i);
+          ++c.hits[d];
+        }
       }
     }
   }
@@ -93,22 +103,32 @@ void VerifyPlan(const Plan& plan, std::span<const Segment> segs,
   uint64_t delivered = 0;
   std::vector<uint8_t> covered(arena, 0);
   for (const Segment& s : segs) {
-    delivered += s.length;
-    for (uint64_t i = 0; i < s.length; ++i) {
-      const uint64_t d = s.dst - kBase + i;
-      ASSERT_EQ(c.hits[d], 1)
-          << "byte " << i << " of segment at file offset " << s.file_offset
-          << " delivered " << int(c.hits[d]) << " times";
-      ASSERT_EQ(c.dst[d], FileByte(s.file, s.file_offset + i));
-      covered[d] = 1;
+    delivered += s.bytes();
+    for (uint64_t r = 0; r < s.rows; ++r) {
+      for (uint64_t i = 0; i < s.length; ++i) {
+        const uint64_t d = s.dst - kBase + r * s.length + i;
+        ASSERT_EQ(c.hits[d], 1)
+            << "byte " << i << " of row " << r << " of segment at file offset "
+            << s.file_offset << " delivered " << int(c.hits[d]) << " times";
+        ASSERT_EQ(c.dst[d], FileByte(s.file, s.file_offset + r * s.pitch + i));
+        covered[d] = 1;
+      }
     }
-    if (s.length > 0) EXPECT_GT(plan.pieces_per_tensor[s.tensor], 0u);
+    if (s.bytes() > 0) {
+      EXPECT_GT(plan.pieces_per_tensor[s.tensor], 0u);
+    }
   }
   EXPECT_EQ(delivered, plan.bytes_delivered);
   for (uint64_t d = 0; d < arena; ++d) {
-    if (!covered[d]) ASSERT_EQ(c.hits[d], 0) << "stray write at " << d;
+    if (!covered[d]) {
+      ASSERT_EQ(c.hits[d], 0) << "stray write at " << d;
+    }
   }
-  if (!segments_share_file_bytes) {
+  // Strided chunks may both read a block where one chunk's last row and the
+  // next one's first row meet.
+  const bool any_strided = std::any_of(
+      segs.begin(), segs.end(), [](const Segment& s) { return s.rows > 1; });
+  if (!segments_share_file_bytes && !any_strided) {
     for (size_t f = 0; f < files.size(); ++f) {
       for (size_t b = 0; b < block_reads[f].size(); ++b) {
         ASSERT_LE(block_reads[f][b], 1)
@@ -168,14 +188,15 @@ TEST(PlanTest, MisalignedDestinationBouncesEverything) {
 }
 
 TEST(PlanTest, SharedEdgeBlockReadOnce) {
-  // Two tensors meeting mid-block at 5000; both large and congruent.
+  // Two tensors meeting mid-block at 5000; both large and congruent, but
+  // apart in the destination (so not one run).
   std::vector<PlanFile> files = {{4096 * 8, 4096, true}};
   std::vector<Segment> segs = {
       {0, 8, 5000 - 8, kBase + 8, 0},
-      {0, 5000, 4096 * 8 - 5000, kBase + 5000, 1},
+      {0, 5000, 4096 * 8 - 5000, kBase + 4096 * 9 + 5000 % 4096, 1},
   };
   Plan p = MakePlan(segs, files, 2, Opts(1 << 20, 1));
-  VerifyPlan(p, segs, files, 2, Opts(1 << 20, 1), 4096 * 8);
+  VerifyPlan(p, segs, files, 2, Opts(1 << 20, 1), 4096 * 17);
   // Block 1 (4096..8192) holds the end of t0 and the start of t1: one chunk
   // with two scatters.
   int shared = 0;
@@ -186,6 +207,52 @@ TEST(PlanTest, SharedEdgeBlockReadOnce) {
     }
   }
   EXPECT_EQ(shared, 1);
+}
+
+TEST(PlanTest, FileLayoutIsOneDirectRun) {
+  // A file's tensors laid out as in the file, congruent modulo 4096: every
+  // block is read straight into the destination except the head and tail
+  // blocks, whatever the tensor boundaries.
+  const uint64_t size = 4096 * 40 + 100;
+  std::vector<PlanFile> files = {{size, 4096, true}};
+  std::vector<Segment> segs;
+  uint64_t off = 8 + 120;  // header, then tensors at 8 mod 64
+  uint32_t t = 0;
+  for (uint64_t len : {24u, 5000u, 30000u, 8u, 70000u, 16u}) {
+    segs.push_back({0, off, len, kBase + off, t++});
+    off += len;
+  }
+  segs.push_back({0, off, size - off, kBase + off, t++});
+  Plan p = MakePlan(segs, files, t, Opts(4096 * 8, 4096));
+  VerifyPlan(p, segs, files, t, Opts(4096 * 8, 4096), size);
+  uint64_t bounced = 0;
+  for (const auto& c : p.chunks) {
+    if (!c.is_direct()) bounced += c.length;
+  }
+  EXPECT_EQ(bounced, 4096u + 100u);  // the first block and the tail
+  EXPECT_EQ(p.bytes_read, size);
+}
+
+TEST(PlanTest, StridedSegmentChunksHoldWholeRows) {
+  // 100 rows of 300 bytes, 1000 apart, from offset 777: chunks of at most
+  // 8192 aligned bytes, each one strided scatter.
+  std::vector<PlanFile> files = {{200000, 4096, true}};
+  Segment s{0, 777, 300, kBase, 0};
+  s.rows = 100;
+  s.pitch = 1000;
+  std::vector<Segment> segs = {s};
+  Plan p = MakePlan(segs, files, 1, Opts(8192, 1));
+  VerifyPlan(p, segs, files, 1, Opts(8192, 1), 30000);
+  uint64_t rows = 0;
+  for (const auto& c : p.chunks) {
+    EXPECT_FALSE(c.is_direct());
+    ASSERT_EQ(c.scatters.size(), 1u);
+    EXPECT_EQ(c.scatters[0].src_pitch, 1000u);
+    rows += c.scatters[0].rows;
+  }
+  EXPECT_EQ(rows, 100u);
+  EXPECT_EQ(p.pieces_per_tensor[0], p.chunks.size());
+  EXPECT_LE(p.chunks.size(), 100u * 1000 / 4096 + 2);
 }
 
 TEST(PlanTest, SmallTensorsCoalesce) {
@@ -268,6 +335,9 @@ void RandomCase(uint32_t seed) {
   uint64_t arena = 0;
   uint32_t tensor = 0;
   const int dst_mode = static_cast<int>(uni(0, 2));
+  const PlanOptions opt =
+      Opts(uni(0, 1) ? uni(1, 40000) : (uint64_t{1} << uni(12, 17)),
+           uni(0, 1) ? 1 : uni(1, 30000));
   for (uint32_t f = 0; f < nfiles; ++f) {
     PlanFile pf;
     pf.alignment = aligns[uni(0, 2)];
@@ -291,21 +361,47 @@ void RandomCase(uint32_t seed) {
           arena += uni(0, 300);
           dst = arena;
         }
-        arena += len;
-        segs.push_back({f, off, len, kBase + dst, tensor++});
+        Segment seg{f, off, len, kBase + dst, tensor++};
+        // Some large tensors are requested as a strided slice: rows of
+        // WIDTH bytes, PITCH apart, where a row fits a chunk.
+        const uint64_t cap = std::max(
+            pf.alignment, opt.chunk_bytes / pf.alignment * pf.alignment);
+        if (kind == 2 && uni(0, 2) == 0) {
+          const uint64_t rows = uni(2, 30);
+          const uint64_t pitch = len / rows;
+          const uint64_t width = uni(1, pitch - 1);
+          if ((width + pf.alignment - 1) / pf.alignment * pf.alignment +
+                  pf.alignment <=
+              cap) {
+            seg.length = width;
+            seg.rows = rows;
+            seg.pitch = pitch;
+          }
+        }
+        arena += seg.bytes();
+        segs.push_back(seg);
       }
       off += len;
     }
     pf.size = off;
     files.push_back(pf);
   }
+  // Sometimes more ranges that share file bytes with the others (slices of
+  // one tensor requested twice), to fresh destinations.
+  const bool share = uni(0, 2) == 0;
+  for (int extra = share ? static_cast<int>(uni(1, 6)) : 0; extra > 0;
+       --extra) {
+    const uint32_t f = static_cast<uint32_t>(uni(0, nfiles - 1));
+    const uint64_t a = uni(0, files[f].size - 1);
+    const uint64_t len = uni(1, std::min<uint64_t>(files[f].size - a, 90000));
+    arena = (arena + 4095) / 4096 * 4096 + (dst_mode == 0 ? a % 4096 : 0);
+    segs.push_back({f, a, len, kBase + arena, tensor++});
+    arena += len;
+  }
   std::shuffle(segs.begin(), segs.end(), rng);
-  const PlanOptions opt =
-      Opts(uni(0, 1) ? uni(1, 40000) : (uint64_t{1} << uni(12, 17)),
-           uni(0, 1) ? 1 : uni(1, 30000));
   Plan p = MakePlan(segs, files, tensor, opt);
   SCOPED_TRACE("seed " + std::to_string(seed));
-  VerifyPlan(p, segs, files, tensor, opt, arena + 1);
+  VerifyPlan(p, segs, files, tensor, opt, arena + 1, share);
 }
 
 TEST(PlanTest, RandomPropertyManySeeds) {

@@ -91,6 +91,7 @@ def test_cuda_tensors_outlive_loader_and_free(tmp_path):
     path = str(tmp_path / "big.safetensors")
     safetensors.torch.save_file({"x": torch.full((32 << 20,), 7.0),
                                  "y": torch.arange(10)}, path)
+    gc.collect()  # earlier tests' garbage must not be freed mid-count
     base = _native._live_buffers()
     d = weightlift.torch.load_file(path, device="cuda")
     x = d["x"]

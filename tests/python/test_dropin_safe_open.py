@@ -162,6 +162,29 @@ def test_missing_file_says_what_safetensors_says(tmp_path, path,
         assert str(err) == f"No such file or directory: {path}"
 
 
+def test_arguments_are_checked_before_the_file(tmp_path, monkeypatch):
+    """An invalid backend or device on a missing file: safetensors checks
+    the arguments first (SafetensorError), then the file."""
+    monkeypatch.chdir(tmp_path)
+    calls = [
+        (lambda: weightlift.safe_open("nope", "pt", backend="foo"),
+         lambda: safetensors.safe_open("nope", "pt", backend="foo")),
+        (lambda: weightlift.safe_open("nope", "pt", device="foo"),
+         lambda: safetensors.safe_open("nope", "pt", device="foo")),
+        (lambda: weightlift.safe_open("nope", "foo"),
+         lambda: safetensors.safe_open("nope", "foo")),
+        (lambda: weightlift.torch.load_file("nope", device="foo"),
+         lambda: safetensors.torch.load_file("nope", device="foo")),
+        (lambda: weightlift.torch.load_file("nope", backend="foo"),
+         lambda: safetensors.torch.load_file("nope", backend="foo")),
+        (lambda: weightlift.numpy.load_file("nope", backend="foo"),
+         lambda: safetensors.numpy.load_file("nope", backend="foo")),
+    ]
+    for i, (ours, theirs) in enumerate(calls):
+        _, err = assert_same_outcome(ours, theirs, f"call {i}")
+        assert isinstance(err, safetensors.SafetensorError), (i, err)
+
+
 def test_missing_shard_names_the_shard(tmp_path):
     """Only the path itself gets safetensors' words; a shard missing from an
     index keeps the loader's message, which names the shard (safetensors
@@ -227,11 +250,16 @@ def test_every_error_in_the_drop_in_api_is_catchable_as_before(model_file):
 
 
 def test_handle_holds_no_file_descriptor_after_close(model_file):
+    """The open checkpoint holds its files open (so a file replaced under
+    it is never read by mistake) while the handle, or a slice taken from
+    it, can still read; once both are gone no descriptor is left."""
     fd_dir = f"/proc/{os.getpid()}/fd"
     before = len(os.listdir(fd_dir))
     with weightlift.safe_open(model_file, "np") as f:
         s = f.get_slice("w")
         np.asarray(s[1:2])
+    np.asarray(s[0:1])  # a slice reads after its handle was closed
+    del s
     assert len(os.listdir(fd_dir)) == before
 
 
@@ -265,3 +293,45 @@ def test_cuda_load_file_matches(model_file):
         lambda: weightlift.torch.load_file(model_file, device="cuda:0"),
         lambda: safetensors.torch.load_file(model_file, device="cuda:0"),
         "load_file cuda:0")
+
+
+def _corrupt_files(d):
+    import json
+    import struct
+
+    def header(h, data=b""):
+        raw = json.dumps(h).encode()
+        return struct.pack("<Q", len(raw)) + raw + data
+    return {
+        "empty": b"",
+        "short": b"\x01",
+        "huge_header_len": struct.pack("<Q", 1 << 40) + b"{}",
+        "not_json": struct.pack("<Q", 4) + b"{{{{",
+        "past_end": header({"x": {"dtype": "F32", "shape": [4],
+                                  "data_offsets": [0, 16]}}, b"\0" * 8),
+        "overlap": header({"x": {"dtype": "U8", "shape": [4],
+                                 "data_offsets": [0, 4]},
+                           "y": {"dtype": "U8", "shape": [4],
+                                 "data_offsets": [2, 6]}}, b"\0" * 6),
+        "shape_size": header({"x": {"dtype": "F32", "shape": [3],
+                                    "data_offsets": [0, 8]}}, b"\0" * 8),
+        "bad_dtype": header({"x": {"dtype": "Q7", "shape": [1],
+                                   "data_offsets": [0, 1]}}, b"\0"),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_corrupt_files(None)))
+def test_corrupt_file_is_a_safetensor_error(tmp_path, kind):
+    """Both refuse a broken file at open, with SafetensorError (weightlift's
+    FormatError is one)."""
+    path = tmp_path / f"{kind}.safetensors"
+    path.write_bytes(_corrupt_files(tmp_path)[kind])
+    for ours, theirs in (
+            (lambda: weightlift.safe_open(str(path), "pt"),
+             lambda: safetensors.safe_open(str(path), "pt")),
+            (lambda: weightlift.torch.load_file(str(path)),
+             lambda: safetensors.torch.load_file(str(path))),
+            (lambda: weightlift.torch.load(path.read_bytes()),
+             lambda: safetensors.torch.load(path.read_bytes()))):
+        _, err = assert_same_outcome(ours, theirs, kind)
+        assert isinstance(err, safetensors.SafetensorError), err

@@ -29,7 +29,8 @@ INDICES = [
     np.int64(1), np.int32(-1), torch.tensor(1),
     # slices: bounds in and out of range, empty, reversed, steps
     slice(None), slice(0, 1), slice(1, 3), slice(0, 0), slice(1, 1),
-    slice(2, 1), slice(1, 0, 2), slice(3, 3), slice(3, 4), slice(5, 7), slice(0, 2 ** 40),
+    slice(2, 1), slice(1, 0, 2), slice(3, 3), slice(3, 4), slice(5, 7),
+    slice(0, 2 ** 40),
     slice(None, 3), slice(None, 4), slice(-2, None), slice(None, -1),
     slice(None, None, 2), slice(1, None, 3), slice(0, 3, 3), slice(0, 2, 2),
     slice(None, None, -1), slice(0, 3, 0), slice(np.int64(1), 3),

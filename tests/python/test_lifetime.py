@@ -34,6 +34,7 @@ def _file(tmp_path, gen, big=False):
 
 def test_tensor_outlives_loader_result_and_handle(tmp_path, gen):
     path, t = _file(tmp_path, gen)
+    gc.collect()  # earlier tests' garbage must not be freed mid-count
     base = _native._live_buffers()
     d = weightlift.torch.load_file(path)
     a = d["a"]
@@ -82,6 +83,7 @@ def test_memory_freed_when_last_tensor_dies(tmp_path, gen):
 
 def test_numpy_arrays_outlive_everything(tmp_path, gen):
     path, t = _file(tmp_path, gen)
+    gc.collect()  # earlier tests' garbage must not be freed mid-count
     base = _native._live_buffers()
     arr = weightlift.numpy.load_file(path)["a"]
     gc.collect()

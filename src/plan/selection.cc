@@ -1,0 +1,252 @@
+#include "plan/selection.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace weightlift::internal {
+namespace {
+
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+uint64_t AlignDown(uint64_t v, uint64_t a) { return v / a * a; }
+
+std::string Dim(const TensorInfo& t, size_t i) {
+  return "tensor '" + t.name + "' dimension " + std::to_string(i) + " (size " +
+         std::to_string(t.shape[i]) + ")";
+}
+
+bool IsFull(const DimSlice& s, uint64_t dim) {
+  return s.start == 0 && s.stop == dim && s.step == 1;
+}
+
+// Aligned bytes and number of reads of the rows of B read one by one at
+// granularity G (rows whose aligned ranges touch are one read).
+void RunsBytes(const RowBlock& b, uint64_t g, uint64_t* bytes,
+               uint64_t* reads) {
+  *bytes = 0;
+  *reads = 0;
+  uint64_t lo = 0, hi = 0;
+  for (uint64_t r = 0; r < b.rows; ++r) {
+    const uint64_t s = AlignDown(b.file_offset + r * b.pitch, g);
+    const uint64_t e = AlignUp(b.file_offset + r * b.pitch + b.width, g);
+    if (*reads > 0 && s <= hi) {
+      hi = std::max(hi, e);
+      continue;
+    }
+    *bytes += hi - lo;
+    lo = s;
+    hi = e;
+    ++*reads;
+  }
+  *bytes += hi - lo;
+}
+
+uint64_t CoverBytes(const RowBlock& b, uint64_t g) {
+  return AlignUp(b.file_offset + b.span(), g) - AlignDown(b.file_offset, g);
+}
+
+// A strided chunk holds whole rows: one row with its alignment slack must
+// fit the largest read.
+bool StridedFits(const RowBlock& b, const PlaceOptions& o) {
+  return o.max_chunk_bytes > 0 &&
+         AlignUp(b.width, o.granularity) + o.granularity <= o.max_chunk_bytes;
+}
+
+}  // namespace
+
+StatusOr<TensorSelection> SelectSlice(const TensorInfo& t, uint32_t index,
+                                      int dtype_bits,
+                                      std::span<const DimSlice> slices) {
+  TensorSelection sel;
+  sel.tensor = index;
+  sel.file = t.file;
+  const size_t n = t.shape.size();
+  if (slices.size() > n) {
+    return Status::InvalidArgument(
+        "tensor '" + t.name + "' has " + std::to_string(n) +
+        " dimensions but the request slices " + std::to_string(slices.size()));
+  }
+  bool all_full = true;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    const DimSlice& s = slices[i];
+    if (s.step == 0) {
+      return Status::InvalidArgument(Dim(t, i) + ": slice step 0");
+    }
+    if (s.start > t.shape[i] || s.stop > t.shape[i]) {
+      return Status::InvalidArgument(
+          Dim(t, i) + ": slice [" + std::to_string(s.start) + ":" +
+          std::to_string(s.stop) + "] is out of bounds (normalize it first)");
+    }
+    all_full = all_full && IsFull(s, t.shape[i]);
+  }
+  if (all_full) {
+    sel.shape = t.shape;
+    sel.bytes = t.size;
+    if (t.size > 0) sel.blocks.push_back({t.offset, t.size, 1, 0});
+    return sel;
+  }
+  sel.whole = false;
+  if (dtype_bits <= 0 || dtype_bits % 8 != 0) {
+    return Status::Unsupported("tensor '" + t.name + "': its dtype has " +
+                               std::to_string(dtype_bits) +
+                               "-bit elements; slices need whole bytes, "
+                               "load the whole tensor instead");
+  }
+  std::vector<DimSlice> s(n);
+  for (size_t i = 0; i < n; ++i) {
+    s[i] = i < slices.size() ? slices[i] : DimSlice{0, t.shape[i], 1};
+  }
+  // Element counts below each dimension times the element size. The header
+  // checks bounded shape x bits, so these products cannot overflow.
+  std::vector<uint64_t> stride(n);
+  uint64_t acc = static_cast<uint64_t>(dtype_bits / 8);
+  for (size_t i = n; i-- > 0;) {
+    stride[i] = acc;
+    acc *= t.shape[i];
+  }
+  sel.shape.resize(n);
+  sel.bytes = static_cast<uint64_t>(dtype_bits / 8);
+  for (size_t i = 0; i < n; ++i) {
+    sel.shape[i] = s[i].count();
+    sel.bytes *= sel.shape[i];
+  }
+  if (sel.bytes == 0) return sel;
+
+  // K: the last dimension not taken whole. Everything after it is one
+  // contiguous run per index of the dimensions up to K.
+  size_t k = n - 1;
+  while (IsFull(s[k], t.shape[k])) --k;
+  uint64_t width = 0;
+  uint64_t base = t.offset;
+  std::vector<size_t> row_dims;  // dimensions that repeat runs
+  for (size_t i = 0; i < k; ++i) {
+    if (sel.shape[i] > 1) {
+      row_dims.push_back(i);
+    } else {
+      base += s[i].start * stride[i];
+    }
+  }
+  if (s[k].step == 1 || sel.shape[k] == 1) {
+    width = sel.shape[k] * stride[k];
+    base += s[k].start * stride[k];
+  } else {
+    width = stride[k];
+    row_dims.push_back(k);
+  }
+  if (row_dims.empty()) {
+    sel.blocks.push_back({base, width, 1, 0});
+    return sel;
+  }
+  // The innermost repeating dimension J makes the rows of a block; every
+  // index of the outer repeating ones is one block.
+  const size_t j = row_dims.back();
+  row_dims.pop_back();
+  const RowBlock proto{0, width, sel.shape[j], s[j].step * stride[j]};
+  base += s[j].start * stride[j];
+  std::vector<uint64_t> idx(row_dims.size(), 0);
+  while (true) {
+    uint64_t off = base;
+    for (size_t d = 0; d < row_dims.size(); ++d) {
+      const size_t i = row_dims[d];
+      off += (s[i].start + idx[d] * s[i].step) * stride[i];
+    }
+    RowBlock b = proto;
+    b.file_offset = off;
+    sel.blocks.push_back(b);
+    size_t d = row_dims.size();
+    while (d > 0 && ++idx[d - 1] == sel.shape[row_dims[d - 1]]) {
+      idx[--d] = 0;
+    }
+    if (d == 0) break;
+  }
+  return sel;
+}
+
+const char* PlacementName(Placement p) {
+  switch (p) {
+    case Placement::kContiguous:
+      return "contiguous";
+    case Placement::kRowRuns:
+      return "row runs";
+    case Placement::kStrided:
+      return "strided";
+  }
+  return "?";
+}
+
+uint64_t RowRunsCost(const RowBlock& b, const PlaceOptions& o) {
+  uint64_t bytes = 0, reads = 0;
+  RunsBytes(b, std::max<uint64_t>(o.granularity, 1), &bytes, &reads);
+  return bytes + reads * o.read_cost_bytes;
+}
+
+uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o) {
+  if (!StridedFits(b, o)) return std::numeric_limits<uint64_t>::max();
+  const uint64_t cover = CoverBytes(b, std::max<uint64_t>(o.granularity, 1));
+  const uint64_t reads = (cover + o.max_chunk_bytes - 1) / o.max_chunk_bytes;
+  return cover + reads * o.read_cost_bytes;
+}
+
+std::string PlacementStats::Note() const {
+  if (slices == 0) return {};
+  std::string s = "slices: " + std::to_string(slices) + " sliced tensor" +
+                  (slices == 1 ? "" : "s") + " (" + std::to_string(contiguous) +
+                  " contiguous, " + std::to_string(row_runs) +
+                  " as row runs in " + std::to_string(run_reads) + " reads, " +
+                  std::to_string(strided) + " strided over " +
+                  std::to_string(strided_rows) + " rows); read " +
+                  std::to_string(moved_bytes) + " bytes for " +
+                  std::to_string(selected_bytes) + " selected";
+  if (selected_bytes > 0) {
+    const double over = 100.0 *
+                        (static_cast<double>(moved_bytes) -
+                         static_cast<double>(selected_bytes)) /
+                        static_cast<double>(selected_bytes);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " (overhead %.1f%%)", over);
+    s += buf;
+  }
+  return s;
+}
+
+void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
+                    const PlaceOptions& o, std::vector<Segment>* segments,
+                    PlacementStats* stats) {
+  const uint64_t g = std::max<uint64_t>(o.granularity, 1);
+  if (!sel.whole) {
+    ++stats->slices;
+    stats->selected_bytes += sel.bytes;
+  }
+  uintptr_t at = dst;
+  for (const RowBlock& b : sel.blocks) {
+    const uint64_t bytes = b.width * b.rows;
+    if (b.rows == 1) {
+      segments->push_back({sel.file, b.file_offset, b.width, at, request});
+      if (!sel.whole) {
+        ++stats->contiguous;
+        stats->moved_bytes += CoverBytes(b, g);
+      }
+    } else if (StridedCost(b, o) <= RowRunsCost(b, o)) {
+      Segment seg{sel.file, b.file_offset, b.width, at, request};
+      seg.rows = b.rows;
+      seg.pitch = b.pitch;
+      segments->push_back(seg);
+      ++stats->strided;
+      stats->strided_rows += b.rows;
+      stats->moved_bytes += CoverBytes(b, g);
+    } else {
+      for (uint64_t r = 0; r < b.rows; ++r) {
+        segments->push_back({sel.file, b.file_offset + r * b.pitch, b.width,
+                             at + r * b.width, request});
+      }
+      uint64_t moved = 0, reads = 0;
+      RunsBytes(b, g, &moved, &reads);
+      ++stats->row_runs;
+      stats->run_reads += reads;
+      stats->moved_bytes += moved;
+    }
+    at += bytes;
+  }
+}
+
+}  // namespace weightlift::internal

@@ -1,0 +1,111 @@
+// Slices as bytes: which bytes of a tensor's file range a request selects,
+// and how to move them (pure, no I/O).
+//
+// SelectSlice turns a tensor and its per-dimension slices into row blocks:
+// runs of `width` bytes, `pitch` bytes apart in the file, that land one
+// after another in a C-contiguous destination. PlaceSelection then picks,
+// for each block, how the executor moves it:
+//
+//   contiguous  one byte range (a whole tensor, a row range, any slice whose
+//               selected bytes are adjacent in the file);
+//   row runs    one range per row: only the selected bytes are read;
+//   strided     one covering range per staging chunk, read whole, then placed
+//               with a strided copy (cudaMemcpy2DAsync on CUDA, a row loop
+//               on the host): more bytes, far fewer reads.
+//
+// Row runs or strided is decided by the bytes each moves at the storage's
+// granularity (4096 for O_DIRECT, 1 for buffered reads), whichever is less;
+// on a tie strided (the same reads, one copy per chunk instead of one per
+// row). Buffered reads therefore always take row runs, read straight into
+// place on the host; under O_DIRECT rows narrower than a block that share
+// blocks are read once, covering, and placed with strided copies.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "weightlift/checkpoint.h"
+#include "weightlift/request.h"
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+// ROWS runs of WIDTH bytes; run r starts at file_offset + r * pitch.
+struct RowBlock {
+  uint64_t file_offset = 0;
+  uint64_t width = 0;
+  uint64_t rows = 1;
+  uint64_t pitch = 0;  // 0 when rows == 1
+  uint64_t span() const { return rows == 0 ? 0 : (rows - 1) * pitch + width; }
+};
+
+// What one request selects from one tensor.
+struct TensorSelection {
+  uint32_t tensor = 0;          // index into Checkpoint::tensors()
+  uint32_t file = 0;            // the tensor's file
+  std::vector<uint64_t> shape;  // the result's shape
+  uint64_t bytes = 0;           // the result's bytes (sum over blocks)
+  bool whole = true;            // the entire tensor, no slicing
+  // In file order, landing back to back in the destination.
+  std::vector<RowBlock> blocks;
+  // The file offset of the first selected byte (0 when nothing is).
+  uint64_t first_offset() const {
+    return blocks.empty() ? 0 : blocks.front().file_offset;
+  }
+};
+
+// TENSOR (index INDEX in the checkpoint, DTYPE_BITS bits per element)
+// selected by SLICES (empty: whole). InvalidArgument naming the tensor,
+// the dimension and the values for more slices than dimensions, start >
+// stop, stop > dim or step 0; Unsupported for a real slice of a sub-byte
+// dtype.
+StatusOr<TensorSelection> SelectSlice(const TensorInfo& tensor, uint32_t index,
+                                      int dtype_bits,
+                                      std::span<const DimSlice> slices);
+
+// How a block is moved (see the file comment).
+enum class Placement { kContiguous, kRowRuns, kStrided };
+const char* PlacementName(Placement p);
+
+struct PlaceOptions {
+  uint64_t granularity = 1;  // the file's read alignment
+  // The largest read a strided chunk may make (the staging slot); 0
+  // forbids strided placements (a path with no staging: GDS).
+  uint64_t max_chunk_bytes = 0;
+  // What one more read costs, in bytes moved: 0 in the loaders (the rule
+  // is bytes only, so a tensor-parallel rank reads no more than its share);
+  // a knob for a storage where requests cost more than bytes.
+  uint64_t read_cost_bytes = 0;
+};
+
+// Bytes a block costs to move each way at the options' granularity
+// (aligned bytes + read_cost per read).
+uint64_t RowRunsCost(const RowBlock& b, const PlaceOptions& o);
+uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o);
+
+// Totals of one or more placed selections, for the report.
+struct PlacementStats {
+  uint64_t contiguous = 0;  // blocks placed as one range
+  uint64_t row_runs = 0;    // blocks placed as row runs
+  uint64_t run_reads = 0;   // ... and their reads
+  uint64_t strided = 0;     // blocks placed with strided copies
+  uint64_t strided_rows = 0;
+  uint64_t selected_bytes = 0;  // bytes of sliced (not whole) requests
+  uint64_t moved_bytes = 0;     // ... and the bytes their placement moves,
+                                // aligned to the granularity
+  uint64_t slices = 0;          // requests that are real slices
+  // One line: "slices: ..." with the choice and the overhead; empty when
+  // no request was a real slice.
+  std::string Note() const;
+};
+
+// Appends to SEGMENTS the segments that move SEL into DST (the selection's
+// bytes back to back) as request tensor REQUEST. Adds to STATS.
+void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
+                    const PlaceOptions& options, std::vector<Segment>* segments,
+                    PlacementStats* stats);
+
+}  // namespace weightlift::internal
