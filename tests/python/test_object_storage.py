@@ -233,6 +233,17 @@ def test_python_load_file(py_env):
     _assert_same(wl_load_file(url), want)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_python_load_into_cuda_through_pinned_staging(py_env):
+    want = {}
+    for f in sorted((py_env["local"] / "sharded").glob("*.safetensors")):
+        want.update(st_load_file(str(f)))
+    got = weightlift.load_checkpoint("s3://models/sharded/", device="cuda:0")
+    assert all(v.device.type == "cuda" for v in got.values())
+    _assert_same({k: v.cpu() for k, v in got.items()}, want)
+    assert any("s3" in f.path_taken for f in got.report.files)
+
+
 def test_python_load_checkpoint_prefix(py_env):
     want = {}
     for f in sorted((py_env["local"] / "sharded").glob("*.safetensors")):
