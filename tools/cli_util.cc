@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "weightlift/object_storage.h"
+
 namespace weightlift::cli {
 
 const char kExitCodesHelp[] =
@@ -59,6 +61,12 @@ int ReportError(const Status& status) {
 }
 
 StatusOr<Checkpoint> OpenCheckpoint(const std::string& path) {
+  if (IsObjectStorageLocation(path)) {
+    // s3:// and http(s)://: credentials and limits from the environment
+    // (docs/object-storage.md).
+    WL_RETURN_IF_ERROR(ConfigureObjectStorageFromEnvironment());
+    return Checkpoint::Open(path);
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;

@@ -32,9 +32,8 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
-// How bytes leave storage: the one backend enum, from the options down to
-// the file that reads (src/io opens a named backend; kAuto is resolved per
-// file before that, see src/exec/open_files.cc).
+// How bytes leave storage. src/env opens files with its IoBackend (no
+// kAuto); kAuto is resolved per file and mapped in src/exec/open_files.cc.
 enum class Backend {
   kAuto,    // per file: buffered pread if its pages are resident, else
             // O_DIRECT through io_uring (or O_DIRECT pread without liburing)

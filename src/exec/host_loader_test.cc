@@ -11,11 +11,11 @@
 #include <random>
 #include <set>
 
+#include "env/fault_file.h"
+#include "env/page_cache.h"
+#include "env/testing/temp_dir.h"
 #include "exec/testing/report_notes.h"
 #include "format/writer.h"
-#include "io/fault_file.h"
-#include "io/page_cache.h"
-#include "io/testing/temp_dir.h"
 #include "util/thread_count.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -363,7 +363,7 @@ TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
   auto loader = CreateHostLoader(
-      o, ReopeningWithFaults(Backend::kUring, spec, &reopen_error));
+      o, ReopeningWithFaults(IoBackend::kUring, spec, &reopen_error));
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto r = (*loader)->Load(*ckpt_);
   if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
