@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "env/env.h"
+#include "util/thread_count.h"
 #include "weightlift/loader.h"
 
 namespace weightlift::bench {
@@ -89,20 +90,21 @@ StatusOr<BenchReport> RunObjectBench(const std::string& path,
   }
   WL_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader,
                       Loader::Create(options.load));
-  const int threads = options.load.threads > 0
-                          ? options.load.threads
-                          : static_cast<int>(std::clamp(
-                                std::thread::hardware_concurrency(), 1u, 8u));
+  const int threads = internal::ThreadCount(
+      options.load.threads, internal::ThreadUse::kBufferedReads);
 
-  Measurement loader_row{kLoader, "loader: Load() from object storage",
-                         Mode::kCold};
+  Measurement loader_row{
+      kLoader, "loader: Load() from object storage", Mode::kCold, {}, 0, {}};
   loader_row.bytes = r.bytes;
   Measurement ceiling{kStorageCeiling,
                       "ceiling: ranged GETs of every byte, " +
                           std::to_string(threads) + " threads x " +
                           std::to_string(options.load.chunk_bytes >> 20) +
                           " MiB, into reused buffers",
-                      Mode::kCold};
+                      Mode::kCold,
+                      {},
+                      0,
+                      {}};
   ceiling.bytes = file_bytes;
   ceiling.method = "File::ReadAt on the object-storage transport";
   for (int pass = 0; pass < options.repeat; ++pass) {
