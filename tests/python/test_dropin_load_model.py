@@ -205,6 +205,82 @@ def test_invalid_arguments(tmp_path, kw):
         assert "foo" in str(ours[0])
 
 
+def test_plain_model_is_loaded_in_place(tmp_path, monkeypatch):
+    """No module hooks, file dtypes and shapes as the model's: the loader
+    writes into the parameters' own memory (no state dict on DEVICE, no
+    load_state_dict), with safetensors' results."""
+    torch.manual_seed(7)
+    src = Tied()
+    path = str(tmp_path / "m.safetensors")
+    safetensors.torch.save_model(src, path)
+    m = Tied()
+    ptrs = {k: v.data_ptr() for k, v in m.state_dict().items()}
+
+    real = torch.nn.Module.load_state_dict
+
+    def refuse(self, *a, **kw):
+        if self is m:
+            raise AssertionError("load_state_dict called")
+        return real(self, *a, **kw)  # e.g. weightlift asking torch's rules
+    monkeypatch.setattr(torch.nn.Module, "load_state_dict", refuse)
+    assert weightlift.torch.load_model(m, path) == (set(), [])
+    monkeypatch.undo()
+    assert {k: v.data_ptr() for k, v in m.state_dict().items()} == ptrs
+    _assert_same_state(_params(m), _params(src))
+
+
+class WithBatchNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.bn = torch.nn.BatchNorm1d(3)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("drop", [None, "bn.num_batches_tracked",
+                                  "bn.running_var"])
+def test_module_with_its_own_load_rules(tmp_path, strict, drop):
+    """BatchNorm's own _load_from_state_dict supplies num_batches_tracked
+    when the file lacks it: torch decides, as in safetensors."""
+    torch.manual_seed(8)
+    sd = {k: v.clone() for k, v in WithBatchNorm().state_dict().items()
+          if k != drop}
+    path = _save(sd, tmp_path / "m.safetensors")
+    ours, theirs = _run_both(WithBatchNorm, path, strict=strict)
+    _assert_same_result(ours, theirs)
+
+
+def test_size_mismatch_in_a_module_with_its_own_load_rules(tmp_path):
+    sd = {k: v.clone() for k, v in WithBatchNorm().state_dict().items()}
+    sd["lin.weight"] = torch.ones(2, 3)
+    path = _save(sd, tmp_path / "m.safetensors")
+    ours, theirs = _run_both(WithBatchNorm, path)
+    _assert_same_result(ours, theirs)
+    assert "size mismatch for lin.weight" in str(ours[0])
+
+
+class WithNonPersistent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(2)
+        self.register_buffer("cache", torch.zeros(2), persistent=False)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("extra", ["cache", "norm", "norm.bogus",
+                                   "norm.weight.x", "_extra_state",
+                                   "norm._extra_state"])
+def test_names_torch_treats_specially(tmp_path, strict, extra):
+    """Names whose fate depends on torch's rules (which changed between
+    torch 1 and 2: a child module's own name, a name under a parameter), a
+    non-persistent buffer's name, _extra_state: as this torch decides."""
+    sd = {k: v.clone() for k, v in WithNonPersistent().state_dict().items()}
+    sd[extra] = torch.ones(2)
+    path = _save(sd, tmp_path / "m.safetensors")
+    ours, theirs = _run_both(WithNonPersistent, path, strict=strict)
+    _assert_same_result(ours, theirs)
+
+
 def test_load_model_reports(tmp_path):
     path = str(tmp_path / "m.safetensors")
     safetensors.torch.save_model(torch.nn.Linear(3, 2), path)
