@@ -109,8 +109,9 @@ void AddLoadFlags(CLI::App* app, LoadFlags* flags) {
       ->check(CLI::IsMember({"auto", "pread", "direct", "uring", "mmap"}))
       ->capture_default_str();
   app->add_option("--gds", flags->gds,
-                  "GPUDirect Storage for CUDA devices: auto|on|off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+                  "GPUDirect Storage for CUDA devices: auto|on|off|compat "
+                  "(compat: cuFile's compatibility mode, for tests)")
+      ->check(CLI::IsMember({"auto", "on", "off", "compat"}))
       ->capture_default_str();
   app->add_option("--threads", flags->threads,
                   "I/O threads (0: min(hardware threads, 8))")

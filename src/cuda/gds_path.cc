@@ -13,9 +13,10 @@
 
 namespace weightlift::internal {
 
-StatusOr<GdsFile> GdsFile::Open(const std::string& path) {
-  WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get());
+StatusOr<GdsFile> GdsFile::Open(const std::string& path, bool compat) {
+  WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get(compat));
   GdsFile f;
+  f.lib_ = lib;
   f.fd_ = open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
   if (f.fd_ < 0) {
     int e = errno;
@@ -28,6 +29,7 @@ StatusOr<GdsFile> GdsFile::Open(const std::string& path) {
 GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
   if (this != &o) {
     Reset();
+    lib_ = std::exchange(o.lib_, nullptr);
     fd_ = std::exchange(o.fd_, -1);
     handle_ = std::exchange(o.handle_, nullptr);
   }
@@ -35,10 +37,8 @@ GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
 }
 
 void GdsFile::Reset() {
-  if (handle_) {
-    if (auto lib = CuFileLib::Get(); lib.ok()) (*lib)->DeregisterFile(handle_);
-    handle_ = nullptr;
-  }
+  if (handle_ && lib_) lib_->DeregisterFile(handle_);
+  handle_ = nullptr;
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
 }
@@ -64,7 +64,6 @@ Status RunGds(Job& job, std::span<const Segment> segments,
     }
   }
   if (units.empty()) return Status::OK();
-  WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get());
   std::atomic<size_t> next{0};
   auto worker = [&](int) {
     if (Status s = UseDevice(device); !s.ok()) return job.Fail(s);
@@ -72,9 +71,10 @@ Status RunGds(Job& job, std::span<const Segment> segments,
       size_t i = next.fetch_add(1);
       if (i >= units.size()) break;
       const Unit& u = units[i];
+      const GdsFile& gf = *files[u.file];
       Status s =
-          lib->Read(files[u.file]->handle(), reinterpret_cast<void*>(u.dst),
-                    u.length, u.offset, job.ckpt->files()[u.file].path);
+          gf.lib()->Read(gf.handle(), reinterpret_cast<void*>(u.dst), u.length,
+                         u.offset, job.ckpt->files()[u.file].path);
       if (!s.ok()) return job.Fail(s);
       job.Delivered(u.r, u.length);  // cuFileRead is synchronous
     }

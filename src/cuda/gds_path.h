@@ -21,15 +21,18 @@ class GdsFile {
  public:
   GdsFile() = default;
   // Unsupported/IoError naming why cuFile cannot take PATH (library or
-  // driver missing, O_DIRECT refused, cuFileHandleRegister error).
-  static StatusOr<GdsFile> Open(const std::string& path);
+  // driver missing, O_DIRECT refused, cuFileHandleRegister error). COMPAT:
+  // cuFile in its compatibility mode (see CuFileLib::Get).
+  static StatusOr<GdsFile> Open(const std::string& path, bool compat = false);
   GdsFile(GdsFile&& o) noexcept { *this = std::move(o); }
   GdsFile& operator=(GdsFile&& o) noexcept;
   ~GdsFile() { Reset(); }
   CuFileHandle handle() const { return handle_; }
+  CuFileLib* lib() const { return lib_; }
 
  private:
   void Reset();
+  CuFileLib* lib_ = nullptr;
   int fd_ = -1;
   CuFileHandle handle_ = nullptr;
 };

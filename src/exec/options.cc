@@ -63,16 +63,19 @@ std::string_view GdsModeName(GdsMode m) {
       return "on";
     case GdsMode::kOff:
       return "off";
+    case GdsMode::kCompat:
+      return "compat";
   }
   return "unknown";
 }
 
 StatusOr<GdsMode> ParseGdsMode(std::string_view text) {
-  for (GdsMode m : {GdsMode::kAuto, GdsMode::kOn, GdsMode::kOff}) {
+  for (GdsMode m :
+       {GdsMode::kAuto, GdsMode::kOn, GdsMode::kOff, GdsMode::kCompat}) {
     if (text == GdsModeName(m)) return m;
   }
   return Status::InvalidArgument("unknown GDS mode '" + std::string(text) +
-                                 "' (expected auto, on or off)");
+                                 "' (expected auto, on, off or compat)");
 }
 
 namespace {
