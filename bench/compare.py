@@ -9,6 +9,7 @@ before the clock stops:
   safetensors.torch.load_file(device=...)
   safetensors to cpu, then pinned non_blocking copies (cuda only)
   fastsafetensors (nogds), runai-model-streamer     (skipped when absent)
+  InstantTensor, default and buffered mode (cuda only; skipped when absent)
 and, end to end, the time from nothing (a fresh process) to the first
 generated token with transformers: weightlift.transformers.from_pretrained
 vs AutoModelForCausalLM.from_pretrained, on a saved Llama-architecture
@@ -16,7 +17,14 @@ checkpoint with random weights (created once with save_pretrained).
 
 Cache states: cold = pages evicted (as root `sync; echo 3 >
 /proc/sys/vm/drop_caches`, else posix_fadvise(DONTNEED) on every file);
-warm = files read once first; shm = files copied to /dev/shm (tmpfs).
+warm = files read once first; shm = files copied to /dev/shm (tmpfs);
+first = the first call of a fresh process, files in the page cache: each
+run is a new Python process that imports the method's package and (cuda)
+makes its CUDA context before the clock starts, then times one call end to
+end, synchronized. weightlift runs there as `weightlift.load_checkpoint`, so
+the loader's whole setup (staging allocation, registration, threads) is in
+the time. For cuda the table gives each first call's ratio to the pinned
+host-to-device copy ceiling measured in the same run.
 Each state runs its methods round-robin for --cold-repeat / --repeat rounds
 (so drift of a virtual disk falls on every method alike); the best run of
 each method is the table's, every run is in the log and the json.
@@ -27,6 +35,9 @@ and in --md, a bar chart in --png, raw numbers in --json.
 GPU machine (H200):
   python3 bench/compare.py --device cuda:0 --layouts llama2-7b,llama2-13b \\
       --md $OUT/compare.md --png $OUT/compare.png --json $OUT/compare.json
+  first calls only (bench/h200_run.sh stage first7):
+  python3 bench/compare.py --device cuda:0 --layouts llama2-7b \\
+      --modes first --repeat 3 --e2e none --md $OUT/first.md
 CPU-only smoke run (tiny layout synthesized here):
   python3 bench/compare.py --device cpu --layouts tiny --e2e none \\
       --md /tmp/compare.md --png /tmp/compare.png
@@ -257,6 +268,35 @@ def m_runai(path, device):
     return out, ""
 
 
+def m_weightlift_checkpoint(path, device):
+    """The call a user times first: weightlift.load_checkpoint(dir)."""
+    import weightlift
+    d = weightlift.load_checkpoint(path, device=device)
+    sync(device)
+    if device == "cpu":
+        touch_cpu(d.values())
+    r = d.report
+    return d, ",".join(sorted({f.path_taken for f in r.files})) if r else ""
+
+
+def m_instanttensor(buffered):
+    """InstantTensor's safe_open over every shard at once (its README's
+    advice), tensors() copied out (the default copy=True)."""
+    def run(path, device):
+        import torch
+        from instanttensor import BackendPolicy, safe_open
+        kw = {"backend": BackendPolicy.BUFFERED} if buffered else {}
+        index = torch.device(device).index or 0
+        out = {}
+        with safe_open(shard_files(path), framework="pt", device=index,
+                       **kw) as f:
+            for name, t in f.tensors():
+                out[name] = t
+        sync(device)
+        return out, "buffered" if buffered else "default"
+    return run
+
+
 def methods(device):
     ms = [("weightlift auto", m_weightlift({}), True)]
     if device.startswith("cuda"):
@@ -273,7 +313,68 @@ def methods(device):
         ms += [("safetensors+pinned", m_safetensors_pinned, False)]
     ms += [("fastsafetensors", m_fastsafetensors, False),
            ("runai-streamer", m_runai, False)]
+    if device.startswith("cuda"):
+        ms += [("instanttensor", m_instanttensor(False), False),
+               ("instanttensor buffered", m_instanttensor(True), False)]
     return ms
+
+
+def first_call_methods(device):
+    """The fresh-process case: weightlift's load_checkpoint and the peers."""
+    return ([("weightlift load_checkpoint", m_weightlift_checkpoint, True)] +
+            [m for m in methods(device) if not m[2]])
+
+
+# Imported before the clock starts in a fresh process (the import is not
+# the load; bench/e2e_ttft.py measures imports).
+FIRST_CALL_IMPORTS = {
+    "weightlift": ["weightlift", "weightlift.torch"],
+    "safetensors": ["safetensors.torch"],
+    "fastsafetensors": ["fastsafetensors"],
+    "runai": ["runai_model_streamer"],
+    "instanttensor": ["instanttensor"],
+}
+
+
+def first_call_child(name, path, device):
+    """One method's first call in this (fresh) process; prints JSON."""
+    import importlib
+    t0 = time.perf_counter()
+    import torch
+    if device.startswith("cuda"):
+        torch.ones(1, device=device).add_(1)  # the CUDA context, off the clock
+        torch.cuda.synchronize()
+    t1 = time.perf_counter()
+    key = name.split()[0].split("-")[0].split("+")[0]
+    try:
+        for mod in FIRST_CALL_IMPORTS.get(key, []):
+            importlib.import_module(mod)
+    except ImportError as e:  # absent, or present but not loadable here
+        print(json.dumps({"missing": e.name or mod, "why": str(e)[:300]}))
+        return
+    t2 = time.perf_counter()
+    fn = dict((m[0], m[1]) for m in first_call_methods(device))[name]
+    secs, n, how = time_method(fn, path, device)
+    print(json.dumps({"seconds": secs, "tensors": n, "how": how,
+                      "context_s": t1 - t0, "import_s": t2 - t1}))
+
+
+def pinned_copy_ceiling(device, nbytes=4 << 30, reps=3):
+    """Best GB/s of one cudaMemcpyAsync of NBYTES from pinned host memory
+    (torch's pinned allocator), synchronized: the host-to-device ceiling."""
+    import torch
+    src = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+    dst = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    best = 0.0
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        dst.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+        best = max(best, nbytes / (time.perf_counter() - t) / 1e9)
+    del src, dst
+    free_device()
+    return best
 
 
 def free_device():
@@ -285,6 +386,24 @@ def free_device():
             torch.cuda.empty_cache()
     except ImportError:
         pass
+
+
+def time_in_fresh_process(name, path, device):
+    """NAME's first call in a new Python process (see first_call_child)."""
+    import weightlift
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [
+        os.path.dirname(os.path.dirname(weightlift.__file__)),
+        env.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, os.path.abspath(__file__),
+                        "--first-call-child", name, path, device],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"exit {r.returncode}: {r.stderr[-600:]}")
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    if "missing" in rec:
+        raise ImportError(rec["why"], name=rec["missing"])
+    return rec["seconds"], rec["tensors"], rec["how"]
 
 
 def time_method(fn, path, device):
@@ -389,13 +508,21 @@ def markdown(results):
     lines = [f"# weightlift vs peers ({results['when']})", "",
              f"Machine: {results['machine']}", "",
              f"Command: `{results['command']}`", "",
-             "| checkpoint | state | method | s | GB/s | vs best peer | path |",
-             "|---|---|---|---|---|---|---|"]
+             "| checkpoint | state | method | s | GB/s | vs best peer | "
+             "vs pinned copy | path |",
+             "|---|---|---|---|---|---|---|---|"]
+    ceiling = results.get("pinned_copy_gbps")
     for r in results["runs"]:
         ratio = f"{r['ratio']:.2f}x" if r.get("ratio") else ""
+        vs_ceiling = (f"{r['gbps'] / ceiling:.2f}x"
+                      if ceiling and r["state"] == "first" else "")
         lines.append(f"| {r['layout']} ({r['gb']:.2f} GB) | {r['state']} | "
                      f"{r['method']} | {r['seconds']:.3f} | "
-                     f"{r['gbps']:.2f} | {ratio} | {r.get('how', '')} |")
+                     f"{r['gbps']:.2f} | {ratio} | {vs_ceiling} | "
+                     f"{r.get('how', '')} |")
+    if ceiling:
+        lines += ["", f"Pinned host-to-device copy ceiling in this run "
+                  f"(4 GiB, best of 3): {ceiling:.2f} GB/s."]
     if results["e2e"]:
         lines += ["", "Time from a fresh process to the first generated "
                   "token (transformers, Llama-architecture model):", "",
@@ -465,7 +592,8 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
     run's seconds and its place in its round go to the log and json.
     """
     best, every, places, how_evicted, dropped = {}, {}, {}, {}, set()
-    ms = [m for m in methods(args.device) if not wanted or m[0] in wanted]
+    listed = (first_call_methods if state == "first" else methods)(args.device)
+    ms = [m for m in listed if not wanted or m[0] in wanted]
     for rnd in range(reps):
         shift = rnd % len(ms) if ms else 0
         for place, (name, fn, ours) in enumerate(ms[shift:] + ms[:shift]):
@@ -474,11 +602,16 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
             try:
                 if state == "cold":
                     how_evicted[name] = evict(files)
-                elif state == "warm":
+                elif state in ("warm", "first"):
                     warm(files)
-                secs, n, path_how = time_method(fn, path, args.device)
+                if state == "first":
+                    secs, n, path_how = time_in_fresh_process(
+                        name, path, args.device)
+                else:
+                    secs, n, path_how = time_method(fn, path, args.device)
             except ImportError as e:
-                note = f"{name}: skipped, not installed ({e.name})"
+                note = (f"{name}: skipped, not importable ({e.name}: "
+                        f"{str(e)[:200]})")
                 if note not in results["notes"]:
                     results["notes"].append(note)
                 dropped.add(name)
@@ -521,7 +654,8 @@ def main():
                     help="comma list; each synthesized unless --dir gives it")
     ap.add_argument("--dir", action="append", default=[],
                     metavar="LAYOUT=PATH", help="an existing checkpoint dir")
-    ap.add_argument("--modes", default="cold,warm,shm")
+    ap.add_argument("--modes", default="cold,warm,shm",
+                    help="comma list of cold, warm, shm, first")
     ap.add_argument("--methods", default="",
                     help="comma list of method names to run (default all)")
     ap.add_argument("--repeat", type=int, default=2,
@@ -543,11 +677,16 @@ def main():
     if args.device.startswith("cuda"):
         import torch
         torch.zeros(1, device=args.device)  # CUDA context outside the clock
+        if "first" in args.modes:
+            results_ceiling = pinned_copy_ceiling(args.device)
+            log(f"pinned host->device copy ceiling: {results_ceiling:.2f} GB/s")
 
     results = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": machine(), "device": args.device,
                "command": " ".join(sys.argv), "runs": [], "e2e": [],
                "notes": [], "weightlift": weightlift.__version__}
+    if args.device.startswith("cuda") and "first" in args.modes:
+        results["pinned_copy_gbps"] = results_ceiling
     wanted = set(filter(None, args.methods.split(",")))
     for layout in filter(None, args.layouts.split(",")):
         src = get_checkpoint(layout, args)
@@ -591,4 +730,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 5 and sys.argv[1] == "--first-call-child":
+        sys.path.insert(0, ROOT)
+        first_call_child(*sys.argv[2:])
+    else:
+        main()

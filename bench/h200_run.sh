@@ -18,6 +18,14 @@
 #            direct), two interleaved rounds, on llama2-7b
 #   host7    `weightlift bench --device cpu --mode warm` on llama2-7b: the
 #            host loader against its warm references on this machine
+#   first7   compare.py --modes first on llama2-7b: each method's first
+#            call in a fresh process (CUDA context made before the clock),
+#            against the pinned-copy ceiling; weightlift.load_checkpoint,
+#            safetensors, fastsafetensors, runai, InstantTensor default and
+#            buffered (wheels in .whl)
+#   ttft7    bench/e2e_ttft.py on llama2-7b: time to the first token in a
+#            fresh process, split into imports, model build, weights and
+#            first token, transformers' from_pretrained against weightlift's
 #   vllm7    bench/vllm_plugin.py on llama2-7b: the vLLM plugin's load path
 #            (without vLLM) against vLLM's default safetensors feed, warm
 #            (TP 1 and rank 1 of TP 4) and cold, with peak extra GPU memory
@@ -26,7 +34,7 @@
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
 # cold,warm,shm).
 # Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
-# streamer wheels) with the call.
+# streamer, instanttensor wheels) with the call.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-gpu
@@ -158,6 +166,26 @@ stage_host() {  # LAYOUT: host loads, warm, against the warm references
     "$OUT/host_$1.log" >> "$SUMMARY"
 }
 
+stage_first() {  # LAYOUT: first calls in fresh processes, warm page cache
+  say "-- first calls $1"
+  synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
+  timeout "${COMPARE_TIMEOUT:-560}" python3 bench/compare.py --device cuda:0 \
+    --layouts "$1" --dir "$1=/var/tmp/wl_$1" --cli "$WL" --modes first \
+    --repeat "${REPEAT:-3}" --e2e none --md "$OUT/first_$1.md" \
+    --png "$OUT/first_$1.png" --json "$OUT/first_$1.json" \
+    > "$OUT/first_$1.log" 2>&1
+  say "first exit $?"; grep -E "^\| |ceiling" "$OUT/first_$1.md" >> "$SUMMARY"
+}
+
+stage_ttft() {  # LAYOUT: time to the first token, split
+  say "-- ttft $1"
+  synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
+  timeout 560 python3 bench/e2e_ttft.py --layout "$1" --device cuda:0 \
+    --dir "/var/tmp/wl_$1" --runs "${REPEAT:-2}" --md "$OUT/ttft_$1.md" \
+    --json "$OUT/ttft_$1.json" > "$OUT/ttft_$1.log" 2>&1
+  say "ttft exit $?"; grep -E "^\| " "$OUT/ttft_$1.md" >> "$SUMMARY"
+}
+
 stage_vllm() {  # LAYOUT
   local disk=/var/tmp/wl_$1 log=$OUT/vllm_$1.log
   say "-- vLLM plugin load path $1 (bench/vllm_plugin.py)"
@@ -185,6 +213,8 @@ for s in "$@"; do
     cold7) stage_cold llama2-7b ;;
     coldpaths7) stage_coldpaths llama2-7b ;;
     host7) stage_host llama2-7b ;;
+    first7) stage_first llama2-7b ;;
+    ttft7) stage_ttft llama2-7b ;;
     vllm7) stage_vllm llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac

@@ -16,7 +16,8 @@ Compared in the same process, same model, same consumer:
             GPU tensors in file order)
   ceiling   one pinned host-to-device copy of the rank's bytes
 Every run checks that both give the same parameters, bit for bit. Reports
-seconds, GB/s of checkpoint bytes consumed, and the peak extra GPU memory
+seconds, GB/s (the whole checkpoint's bytes over the time, whatever this
+rank read), and the peak extra GPU memory
 beyond the parameters (torch's allocator peak; the plugin's stream also
 reports its own count and bound).
 
@@ -86,6 +87,15 @@ class VllmLayoutModel(torch.nn.Module):
                 torch.nn.Parameter(torch.empty(shape, dtype=tdt,
                                                device=device),
                                    requires_grad=False))
+
+    def slices(self):
+        """(tp_plan, {name: parameter}) of the row-parallel weights that map
+        one-to-one to a checkpoint tensor (o_proj, down_proj): what the
+        plugin's selection.plan_slices finds in a vLLM Llama."""
+        import glob
+        direct = {name: self.param(pname) for name, (pname, dim, _) in
+                  self.slots.items() if dim == 1 and pname == name}
+        return {glob.escape(n): "rowwise" for n in direct}, direct
 
     def param(self, pname):
         return getattr(self, pname.replace(".", "__"))
@@ -159,6 +169,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--window", default="512MiB")
     ap.add_argument("--methods", default="default,plugin")
+    ap.add_argument("--no-slices", dest="slices", action="store_false",
+                    help="under TP, read o_proj/down_proj whole (default: "
+                    "this rank's slice, as the plugin does in vLLM)")
     ap.add_argument("--json")
     args = ap.parse_args()
 
@@ -178,6 +191,7 @@ def main():
           f" {args.mode}; window {args.window}")
 
     model = VllmLayoutModel(infos, args.tp_rank, args.tp_size, device)
+    slices = model.slices() if args.slices else ({}, {})
     pbytes = param_bytes(model)
     print(f"parameters of this rank: {pbytes / 1e9:.2f} GB on {device}")
 
@@ -221,9 +235,12 @@ def main():
                 dt, peak, extra = timed(
                     model, lambda: load_model_weights(
                         model, args.ckpt, opts, model.load_weights,
-                        tp=(args.tp_rank, args.tp_size))[1], device)
+                        tp=(args.tp_rank, args.tp_size),
+                        slices=slices)[1], device)
                 s = extra
-                line = (f" stream peak {s.peak_bytes / 2**20:.0f} MiB "
+                line = (f" {s.sliced} sliced; rank read "
+                        f"{s.report.bytes_read / 1e9:.2f} GB;"
+                        f" stream peak {s.peak_bytes / 2**20:.0f} MiB "
                         f"(bound {s.bound_bytes / 2**20:.0f} MiB); "
                         f"weightlift report {s.report.gb_per_s:.1f} GB/s; "
                         + "; ".join(f"{os.path.basename(f.path)}: "

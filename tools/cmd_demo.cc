@@ -1,13 +1,18 @@
 // weightlift demo [--layout L] [--cache DIR]: generate a synthetic checkpoint
 // with a real model's layout once, load it into the best device here, and
-// compare with a naive loader on the same files in the same run.
+// compare with a naive loader on the same files in the same run. Without
+// --layout it picks the largest layout that fits the machine: the disk it
+// needs, and a peak RSS under a quarter of the machine's memory.
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench_runner.h"
 #include "cli_util.h"
@@ -20,7 +25,7 @@ namespace weightlift::cli {
 namespace {
 
 struct DemoArgs {
-  std::string layout = "llama2-7b";
+  std::string layout = "auto";
   std::string cache;
   std::string device;  // empty: best present
 };
@@ -60,34 +65,66 @@ void PrintMode(const bench::BenchReport& r, bench::Mode mode,
   for (const std::string& n : lr.notes) std::printf("  note: %s\n", n.c_str());
 }
 
-int Run(const DemoArgs& args) {
-  // 1. The checkpoint, generated once.
-  std::string dir = args.cache;
-  if (dir.empty()) {
-    StatusOr<std::string> d = DefaultCacheDir(args.layout);
-    if (!d.ok()) return ReportError(d.status());
-    dir = *d;
-  }
-  const int shards = PublishedShards(args.layout);
-  std::fprintf(stderr, "demo: checkpoint cache %s\n", dir.c_str());
-  bool generated = false;
-  const auto gen_start = std::chrono::steady_clock::now();
-  if (::isatty(STDERR_FILENO)) {
-    std::fprintf(stderr,
-                 "demo: making sure %s is generated (first run "
-                 "writes it once)...\n",
-                 args.layout.c_str());
-  }
-  Status s =
-      EnsureSynthCached(args.layout, shards, /*seed=*/0, dir, &generated);
-  if (!s.ok()) return ReportError(s);
-  const double gen_secs = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - gen_start)
-                              .count();
-  StatusOr<Checkpoint> ckpt = OpenCheckpoint(dir);
-  if (!ckpt.ok()) return ReportError(ckpt.status());
+// Free bytes of the file system that holds DIR (or its nearest existing
+// parent); 0 when unknown.
+uint64_t FreeDiskBytes(std::string dir) {
+  std::error_code ec;
+  std::filesystem::path p(dir);
+  while (!p.empty() && !std::filesystem::exists(p, ec)) p = p.parent_path();
+  struct statvfs sv;
+  if (::statvfs(p.empty() ? "." : p.c_str(), &sv) != 0) return 0;
+  return static_cast<uint64_t>(sv.f_bavail) *
+         static_cast<uint64_t>(sv.f_frsize);
+}
 
-  // 2. The best device present.
+// What the demo of one layout needs here.
+struct LayoutNeeds {
+  std::string layout;
+  std::string dir;
+  int shards = 1;
+  uint64_t bytes = 0;      // tensor bytes, about the size on disk
+  uint64_t peak_rss = 0;   // estimated peak RSS of the demo's process
+  uint64_t disk_free = 0;  // on the cache's file system
+  bool cached = false;     // generated earlier: needs no disk now
+  bool fits_disk() const { return cached || disk_free >= bytes + (1u << 30); }
+};
+
+// The demo's peak RSS. A host load holds the loaded tensors while the naive
+// loader holds its own copy: 4.44 GB for tinyllama-1.1b's 2.20 GB on the
+// development VM (/usr/bin/time -v, README). A CUDA load holds no tensors in
+// host memory; the naive loader's mapping of the files (counted as resident
+// while mapped), the staging ring and the CUDA context bound it.
+uint64_t EstimatedPeakRss(uint64_t bytes, bool cuda) {
+  return cuda ? bytes + (768ull << 20) : 2 * bytes + (256ull << 20);
+}
+
+StatusOr<LayoutNeeds> Needs(const std::string& layout, const std::string& cache,
+                            bool cuda) {
+  LayoutNeeds n;
+  n.layout = layout;
+  n.dir = cache;
+  if (n.dir.empty()) {
+    WL_ASSIGN_OR_RETURN(n.dir, DefaultCacheDir(layout));
+  }
+  n.shards = PublishedShards(layout);
+  for (const internal::LayoutSummary& l : internal::ListLayouts()) {
+    if (l.name == layout) n.bytes = l.total_bytes;
+  }
+  n.peak_rss = EstimatedPeakRss(n.bytes, cuda);
+  n.disk_free = FreeDiskBytes(n.dir);
+  n.cached = SynthCached(layout, n.shards, /*seed=*/0, n.dir);
+  return n;
+}
+
+std::string Describe(const LayoutNeeds& n) {
+  return n.layout + ": " + FormatBytes(n.bytes) + " on disk (" +
+         (n.cached ? "generated earlier"
+                   : FormatBytes(n.disk_free) + " free there") +
+         "), peak memory about " + FormatBytes(n.peak_rss);
+}
+
+int Run(const DemoArgs& args) {
+  // 0. The device, then the layout that fits this machine.
   std::string device_text = args.device;
   std::string device_why;
   if (device_text.empty()) {
@@ -102,6 +139,66 @@ int Run(const DemoArgs& args) {
   } else {
     device_why = "asked for with --device";
   }
+  const bool cuda = device_text.rfind("cuda", 0) == 0;
+  const uint64_t mem = PhysicalMemoryBytes();
+  const uint64_t budget = mem / 4;
+  std::vector<std::string> fit_notes;
+  LayoutNeeds chosen;
+  if (args.layout == "auto") {
+    bool found = false;
+    // Largest first; tiny (a few MB) fits anything.
+    for (const char* layout : {"llama2-7b", "tinyllama-1.1b", "tiny"}) {
+      StatusOr<LayoutNeeds> n = Needs(layout, args.cache, cuda);
+      if (!n.ok()) return ReportError(n.status());
+      const bool fits_mem = mem == 0 || n->peak_rss <= budget;
+      if ((fits_mem && n->fits_disk()) || std::string(layout) == "tiny") {
+        chosen = *n;
+        found = true;
+        break;
+      }
+      fit_notes.push_back("passed over " + Describe(*n) + ": " +
+                          (fits_mem ? std::string("not enough free disk")
+                                    : "over a quarter of this machine's " +
+                                          FormatBytes(mem) + " of memory"));
+    }
+    if (!found) return ReportError(Status::Internal("no demo layout"));
+  } else {
+    StatusOr<LayoutNeeds> n = Needs(args.layout, args.cache, cuda);
+    if (!n.ok()) return ReportError(n.status());
+    chosen = *n;
+    if (mem != 0 && chosen.peak_rss > budget) {
+      fit_notes.push_back(
+          chosen.layout + " needs about " + FormatBytes(chosen.peak_rss) +
+          " of memory, over a quarter of this machine's " + FormatBytes(mem));
+    }
+  }
+  std::fprintf(stderr, "demo: %s\n", Describe(chosen).c_str());
+  for (const std::string& n : fit_notes) {
+    std::fprintf(stderr, "demo: %s\n", n.c_str());
+  }
+
+  // 1. The checkpoint, generated once.
+  const std::string& dir = chosen.dir;
+  const std::string& layout = chosen.layout;
+  const int shards = chosen.shards;
+  std::fprintf(stderr, "demo: checkpoint cache %s\n", dir.c_str());
+  bool generated = false;
+  const auto gen_start = std::chrono::steady_clock::now();
+  if (::isatty(STDERR_FILENO)) {
+    std::fprintf(stderr,
+                 "demo: making sure %s is generated (first run "
+                 "writes it once)...\n",
+                 layout.c_str());
+  }
+  Status s = EnsureSynthCached(layout, shards, /*seed=*/0, dir, &generated);
+  if (!s.ok()) return ReportError(s);
+  const double gen_secs = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - gen_start)
+                              .count();
+  StatusOr<Checkpoint> ckpt = OpenCheckpoint(dir);
+  if (!ckpt.ok()) return ReportError(ckpt.status());
+
+  // 2. The load options for the device chosen above.
   LoadFlags flags;
   flags.device = device_text;
   StatusOr<LoadOptions> options = MakeLoadOptions(flags);
@@ -117,10 +214,9 @@ int Run(const DemoArgs& args) {
   // Warm needs the page cache to hold the files while the loaded copy
   // (host loads) and the naive loader's copy live too.
   const uint64_t bytes = ckpt->total_bytes();
-  const uint64_t mem = PhysicalMemoryBytes();
   const uint64_t warm_need =
       options->device.is_cuda() ? bytes + bytes / 4 : bytes * 2 + bytes / 4;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = fit_notes;
   if (mem != 0 && warm_need > mem) {
     bo.warm = false;
     notes.push_back("warm run skipped: " + FormatBytes(warm_need) +
@@ -145,7 +241,7 @@ int Run(const DemoArgs& args) {
 
   std::string description;
   for (const internal::LayoutSummary& l : internal::ListLayouts()) {
-    if (l.name == args.layout) description = l.description;
+    if (l.name == layout) description = l.description;
   }
   std::printf("weightlift demo: %s\n", description.c_str());
   std::printf("  checkpoint  %s\n", dir.c_str());
@@ -173,9 +269,12 @@ int Run(const DemoArgs& args) {
   }
   for (const std::string& n : r->notes) notes.push_back(n);
   std::printf(
-      "\npeak RSS %s. Ceilings and more baselines: weightlift bench "
-      "%s --device %s\n",
-      FormatBytes(r->peak_rss_end).c_str(), dir.c_str(), device_text.c_str());
+      "\npeak RSS %s (estimated beforehand: %s; a quarter of this "
+      "machine's memory: %s).\nCeilings and more baselines: weightlift "
+      "bench %s --device %s\n",
+      FormatBytes(r->peak_rss_end).c_str(),
+      FormatBytes(chosen.peak_rss).c_str(), FormatBytes(budget).c_str(),
+      dir.c_str(), device_text.c_str());
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
   return std::fflush(stdout) == 0 ? kExitOk : kExitIo;
 }
@@ -184,7 +283,7 @@ int Run(const DemoArgs& args) {
 
 Command AddDemo(CLI::App& parent) {
   auto args = std::make_shared<DemoArgs>();
-  std::vector<std::string> names;
+  std::vector<std::string> names = {"auto"};
   for (const internal::LayoutSummary& l : internal::ListLayouts()) {
     names.push_back(l.name);
   }
@@ -194,7 +293,11 @@ Command AddDemo(CLI::App& parent) {
       "a cache folder, load it into the best device here (cuda:0 if "
       "present, else cpu) cold and warm, and compare with a naive loader "
       "(mmap + a copy per tensor) on the same files in the same run.");
-  app->add_option("--layout", args->layout, "model layout")
+  app->add_option("--layout", args->layout,
+                  "model layout; auto: the largest of llama2-7b, "
+                  "tinyllama-1.1b and tiny whose checkpoint fits the free "
+                  "disk and whose demo stays under a quarter of the "
+                  "machine's memory")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   app->add_option("--cache", args->cache,

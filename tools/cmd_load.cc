@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "baselines.h"
 #include "cli_util.h"
@@ -29,11 +30,14 @@ int Run(const LoadArgs& args) {
   StatusOr<Checkpoint> ckpt = OpenCheckpoint(args.path);
   if (!ckpt.ok()) return ReportError(ckpt.status());
   std::string tp_summary;
+  std::vector<TensorRequest> tp_requests;
   if (args.tp.requested()) {  // load only this rank's parts
     StatusOr<TensorParallel> tp = MakeTensorParallel(args.tp);
     if (!tp.ok()) return ReportError(tp.status());
-    ckpt = TpPartsCheckpoint(*ckpt, *tp, &tp_summary);
-    if (!ckpt.ok()) return ReportError(ckpt.status());
+    StatusOr<std::vector<TensorRequest>> reqs =
+        TpRequests(*ckpt, *tp, &tp_summary);
+    if (!reqs.ok()) return ReportError(reqs.status());
+    tp_requests = std::move(*reqs);
   }
   StatusOr<std::unique_ptr<Loader>> loader = Loader::Create(*options);
   if (!loader.ok()) return ReportError(loader.status());
@@ -50,7 +54,9 @@ int Run(const LoadArgs& args) {
   callbacks.on_progress = [&bar](uint64_t done, uint64_t total) {
     bar.Update(done, total);
   };
-  StatusOr<LoadResult> result = (*loader)->Load(*ckpt, {}, callbacks);
+  StatusOr<LoadResult> result =
+      args.tp.requested() ? (*loader)->LoadSlices(*ckpt, tp_requests, callbacks)
+                          : (*loader)->Load(*ckpt, {}, callbacks);
   bar.Finish();
   if (!result.ok()) return ReportError(result.status());
   const LoadReport& report = result->report;

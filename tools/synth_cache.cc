@@ -104,19 +104,20 @@ StatusOr<std::string> DefaultCacheDir(const std::string& layout) {
   return std::string(home) + "/.cache/weightlift/synth/" + layout;
 }
 
+bool SynthCached(const std::string& layout, int shards, uint64_t seed,
+                 const std::string& dir) {
+  std::ifstream in(dir + "/" + kMarker);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str() == MarkerText(layout, shards, seed);
+}
+
 Status EnsureSynthCached(const std::string& layout, int shards, uint64_t seed,
                          const std::string& dir, bool* generated) {
   *generated = false;
   const std::string marker = dir + "/" + kMarker;
-  const std::string want = MarkerText(layout, shards, seed);
-  {
-    std::ifstream in(marker);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      if (ss.str() == want) return Status::OK();
-    }
-  }
+  if (SynthCached(layout, shards, seed, dir)) return Status::OK();
   std::error_code ec;
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) {
@@ -142,7 +143,7 @@ Status EnsureSynthCached(const std::string& layout, int shards, uint64_t seed,
   const std::string tmp = marker + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << want;
+    out << MarkerText(layout, shards, seed);
     out.flush();
     if (!out) return Status::IoError(tmp + ": cannot write");
   }

@@ -13,7 +13,8 @@ namespace weightlift::cli {
 // llama2-13b: 3, llama3-8b: 4, others 1).
 int PublishedShards(const std::string& layout);
 
-// "llama2-7b, llama2-13b, llama3-8b, tiny" from the format library's list.
+// "llama2-7b, llama2-13b, llama3-8b, tinyllama-1.1b, tiny" from the format
+// library's list.
 std::string LayoutNames();
 
 // Writes LAYOUT into DIR (see internal::Synthesize) and checks that the
@@ -24,6 +25,10 @@ Status SynthesizeChecked(const std::string& layout, int shards,
 // The default cache folder: $XDG_CACHE_HOME/weightlift/synth/LAYOUT, else
 // $HOME/.cache/weightlift/synth/LAYOUT.
 StatusOr<std::string> DefaultCacheDir(const std::string& layout);
+
+// Whether DIR holds a finished generation of LAYOUT/SHARDS/SEED.
+bool SynthCached(const std::string& layout, int shards, uint64_t seed,
+                 const std::string& dir);
 
 // Makes sure DIR holds LAYOUT/SHARDS/SEED, generating it only when it does
 // not already (a marker file written last records a finished generation).

@@ -7,8 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "dist/part_reads.h"
-
 namespace weightlift::cli {
 
 void AddTpFlags(CLI::App* app, TpFlags* flags) {
@@ -68,14 +66,10 @@ StatusOr<TensorParallel> MakeTensorParallel(const TpFlags& flags) {
   return tp;
 }
 
-StatusOr<Checkpoint> TpPartsCheckpoint(const Checkpoint& ckpt,
-                                       const TensorParallel& tp,
-                                       std::string* summary) {
+StatusOr<std::vector<TensorRequest>> TpRequests(const Checkpoint& ckpt,
+                                                const TensorParallel& tp,
+                                                std::string* summary) {
   WL_ASSIGN_OR_RETURN(ShardedTensors sharded, ShardTensors(ckpt.tensors(), tp));
-  internal::PartReads parts;  // destinations unused: Load() allocates
-  for (const TensorShard& s : sharded.shards) {
-    parts.AddShard(ckpt.tensors()[s.tensor], s, 0);
-  }
   if (summary) {
     *summary = "tensor parallel: rank " + std::to_string(tp.rank) + " of " +
                std::to_string(tp.size) + ": " +
@@ -84,7 +78,7 @@ StatusOr<Checkpoint> TpPartsCheckpoint(const Checkpoint& ckpt,
                std::to_string(sharded.replicated_bytes) + " replicated";
     for (const std::string& w : sharded.warnings) *summary += "\nwarning: " + w;
   }
-  return parts.ToCheckpoint(ckpt);
+  return ShardRequests(ckpt.tensors(), sharded);
 }
 
 }  // namespace weightlift::cli

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "weightlift/checkpoint.h"
 #include "weightlift/report.h"
+#include "weightlift/request.h"
 #include "weightlift/status.h"
 #include "weightlift/tensor_parallel.h"
 
@@ -33,13 +35,11 @@ void AddTpFlags(CLI::App* app, TpFlags* flags);
 // pattern -> word (NotFound when it does not exist).
 StatusOr<TensorParallel> MakeTensorParallel(const TpFlags& flags);
 
-// Rank TP.rank's parts of CKPT as a checkpoint over the same files: a
-// replicated tensor or a dim-0 part is one tensor (its part's shape), a
-// last-dim part is one U8 tensor per row run, named "NAME#K". Loading it
-// reads exactly the parts' bytes (plus the backend's alignment). SUMMARY
-// gets one line for the report.
-StatusOr<Checkpoint> TpPartsCheckpoint(const Checkpoint& ckpt,
-                                       const TensorParallel& tp,
-                                       std::string* summary);
+// Rank TP.rank's parts of CKPT as the request of Loader::LoadSlices
+// (replicated tensors whole). SUMMARY gets the rank's split and replicated
+// bytes and the plan's warnings, for the report.
+StatusOr<std::vector<TensorRequest>> TpRequests(const Checkpoint& ckpt,
+                                                const TensorParallel& tp,
+                                                std::string* summary);
 
 }  // namespace weightlift::cli

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "weightlift/checkpoint.h"
+#include "weightlift/request.h"
 #include "weightlift/status.h"
 
 namespace weightlift {
@@ -83,6 +84,12 @@ struct ShardedTensors {
 // sub-byte dtype (F4, F6) in two, naming the tensor.
 StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
                                       const TensorParallel& tp);
+
+// SHARDS (from ShardTensors(TENSORS, tp)) as the request of a load:
+// Loader::LoadSlices(ckpt, ShardRequests(ckpt.tensors(), *shards)) gives
+// rank r's parts (and the replicated tensors whole), in TENSORS' order.
+std::vector<TensorRequest> ShardRequests(std::span<const TensorInfo> tensors,
+                                         const ShardedTensors& shards);
 
 // The plan's first pattern matching NAME (fnmatch, no escapes, '*' also
 // matches '.' and '/'), or nullptr.

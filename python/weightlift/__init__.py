@@ -24,17 +24,38 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import _core, _tp
+from . import _core
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
                       TensorNotFoundError, UnsupportedDtypeError,
                       UnsupportedError, WeightliftError, WeightliftIOError)
-from ._iter import TensorIterator, iter_tensors
-from ._load_into import load_into
-from ._safe_open import SafeSlice, TensorInfo, safe_open
-from ._stream import TensorStream, stream_tensors
 from .report import FileReport, LoadReport
+
+# Imported on first use (PEP 562), so that `import weightlift`, and
+# weightlift.transformers on the way to a first token, pay only for the
+# modules they use (bench/e2e_ttft.py; python -X importtime).
+_LAZY = {
+    "TensorIterator": "_iter", "iter_tensors": "_iter",
+    "load_into": "_load_into",
+    "SafeSlice": "_safe_open", "TensorInfo": "_safe_open",
+    "safe_open": "_safe_open",
+    "TensorStream": "_stream", "stream_tensors": "_stream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'weightlift' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 
@@ -60,7 +81,7 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     """Loads a whole checkpoint: one .safetensors file, a
     model.safetensors.index.json, or a directory of shards. Returns every
     tensor (file order) in a dict with ``.report`` attached."""
-    from . import _dtypes
+    from . import _dtypes, _tp
     from ._options import device_string
 
     np = framework in ("np", "numpy")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from . import _core, _dtypes, _errors, _native, _tp
 from ._errors import InvalidArgumentError, WeightliftIOError
@@ -67,6 +67,16 @@ class _Group:
             return r
         return self.dist.get_global_rank(self.group, r)
 
+    def issue(self, fn, what: str):
+        """Starts a collective (async); a group that fails at once (a peer
+        gone) is a WeightliftIOError naming it, like a timeout."""
+        try:
+            return fn()
+        except RuntimeError as e:
+            raise WeightliftIOError(
+                f"process group ({self.backend}, rank {self.rank} of "
+                f"{self.size}): {what} failed: {e}", code="IoError") from None
+
     def wait(self, work, what: str) -> None:
         try:
             work.wait(datetime.timedelta(seconds=self.timeout))
@@ -99,9 +109,11 @@ def _agree(g: _Group, device: str, ok: bool, fingerprint: str,
     mine = _record(ok, fingerprint, "" if error is None else str(error))
     mine = mine.to(device)
     out = [torch.empty_like(mine) for _ in range(g.size)]
-    work = g.dist.all_gather(out, mine, group=g.group, async_op=True)
-    g.wait(work, "the agreement on the plan and checkpoint (all_gather of "
-           f"{_RECORD} bytes)")
+    what = f"the agreement on the plan and checkpoint (all_gather of " \
+           f"{_RECORD} bytes)"
+    work = g.issue(lambda: g.dist.all_gather(out, mine, group=g.group,
+                                             async_op=True), what)
+    g.wait(work, what)
     recs = [bytes(t.cpu().numpy()) for t in out]
     failed = [(r, rec[_MSG_AT:].rstrip(b"\0").decode("utf-8", "replace"))
               for r, rec in enumerate(recs) if rec[0] != 1]
@@ -225,6 +237,8 @@ class _Runner:
         self.options = dict(options, device=device)
         self.bufs: List[Any] = [None] * len(tensors)
         self.reports: List[LoadReport] = []
+        # Bytes read outside the loader's reports: none since every read
+        # goes through Loader::LoadSlices (kept for weightlift._stream).
         self.part_bytes = 0
         self.part_seconds = 0.0
         self.bytes_read = 0
@@ -248,18 +262,13 @@ class _Runner:
         import torch
         return torch.empty(size, dtype=torch.uint8, device=self.device)
 
-    def _start(self, loader, b: int):
-        if _tp.has_slice_loads():
-            return self._start_slices(loader, b)
-        return self._start_reads(loader, b)
-
     def _shard_of(self, i: int) -> _tp.Shard:
         """Tensor I as a (replicated) Shard, for slice requests."""
         t = self.tensors[i]
         return _tp.Shard(t[0], t[1], tuple(t[2]), t[3], t[4], -1, 0, 0,
                          tuple(t[2]), t[5], 1, t[5], t[5], 0, "replicate")
 
-    def _start_slices(self, loader, b: int):
+    def _start(self, loader, b: int):
         """One LoadSlices job for batch B: the whole tensors this rank owns,
         its dim-0 rows of the all-gathered ones, its own parts of the split
         ones. Receive buffers are allocated here. Returns the job and what
@@ -295,74 +304,24 @@ class _Runner:
         job = loader.start_load_slices(self.ckpt, reqs)
         return job, what, sum(self.tensors[i][5] for i, _ in what)
 
-    def _start_reads(self, loader, b: int):
-        """Without LoadSlices: allocates batch B's buffers, reads this
-        rank's parts with positioned reads, and starts the C++ job for the
-        whole tensors it owns. Returns (job, indices)."""
-        import torch
-
-        owned: List[int] = []
-        t0 = time.perf_counter()
-        for i in self.by_batch[b]:
-            delivery, root, part_rows, part_bytes, _ = self.steps[i]
-            size = self.tensors[i][5]
-            if delivery == "local":
-                s = self.parts[i]
-                buf = self._empty(s.bytes)
-                self.part_bytes += _tp.read_part_into(self.ckpt, s, buf)
-                self.bufs[i] = buf
-            elif size == 0:
-                self.bufs[i] = self._empty(0)
-            elif delivery == "broadcast":
-                if root == self.g.rank:
-                    owned.append(i)
-                else:
-                    self.bufs[i] = self._empty(size)
-            else:  # all_gather: read my dim-0 rows into my chunk
-                buf = self._empty(size)
-                t = self.tensors[i]
-                mine = _tp.Shard(t[0], t[1], tuple(t[2]), t[3], t[4], 0,
-                                 0, 0, (), part_bytes, 1, part_bytes,
-                                 part_bytes, self.g.rank * part_bytes,
-                                 "colwise")
-                self.part_bytes += _tp.read_part_into(
-                    self.ckpt, mine,
-                    buf.narrow(0, self.g.rank * part_bytes, part_bytes))
-                self.bufs[i] = buf
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize(self.device)
-        self.part_seconds += time.perf_counter() - t0
-        if not owned:
-            return None
-        names = [self.tensors[i][0] for i in owned]
-        job = loader.start_load(self.ckpt, names)
-        total = sum(self.tensors[i][5] for i in owned)
-        return job, owned, total
-
     def _finish(self, pending) -> None:
         import torch
 
         if pending is None:
             return
-        job, owned, total = pending
+        job, what, total = pending
         self.reports.append(_core.wait(job, False, total))
         items = job.take_tensors(False)
-        if owned and isinstance(owned[0], tuple):  # a LoadSlices job
-            g = self.g
-            for (i, kind), (_, _, _, data) in zip(owned, items):
-                got = torch.utils.dlpack.from_dlpack(data)
-                if kind == "part":
-                    part = self.steps[i][3]
-                    self.bufs[i].narrow(0, g.rank * part, part).copy_(got)
-                else:
-                    self.bufs[i] = got
-            if self.device.startswith("cuda"):
-                torch.cuda.synchronize(self.device)
-            return
-        by_name = {name: data for name, _, _, data in items}
-        for i in owned:
-            data = by_name[self.tensors[i][0]]
-            self.bufs[i] = torch.utils.dlpack.from_dlpack(data)
+        rank = self.g.rank
+        for (i, kind), (_, _, _, data) in zip(what, items):
+            got = torch.utils.dlpack.from_dlpack(data)
+            if kind == "part":  # my rows of an all-gathered tensor
+                part = self.steps[i][3]
+                self.bufs[i].narrow(0, rank * part, part).copy_(got)
+            else:
+                self.bufs[i] = got
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize(self.device)
 
     def _communicate(self, b: int) -> None:
         g, dist = self.g, self.g.dist
@@ -375,19 +334,22 @@ class _Runner:
             buf = self.bufs[i]
             name = self.tensors[i][0]
             if delivery == "broadcast":
-                w = dist.broadcast(buf, src=g.global_rank(root),
-                                   group=g.group, async_op=True)
-                works.append((w, f"broadcast of tensor '{name}' ({size} "
-                                 f"bytes from rank {root})"))
+                what = (f"broadcast of tensor '{name}' ({size} bytes from "
+                        f"rank {root})")
+                w = g.issue(lambda: dist.broadcast(
+                    buf, src=g.global_rank(root), group=g.group,
+                    async_op=True), what)
             else:
+                what = (f"all_gather of tensor '{name}' ({size} bytes, "
+                        f"{part_bytes} per rank)")
                 mine = buf.narrow(0, g.rank * part_bytes, part_bytes)
                 if self.device.startswith("cuda"):
-                    w = dist.all_gather_into_tensor(buf, mine, group=g.group,
-                                                    async_op=True)
+                    w = g.issue(lambda: dist.all_gather_into_tensor(
+                        buf, mine, group=g.group, async_op=True), what)
                 else:
-                    w = dist.all_gather(list(buf.chunk(g.size)), mine,
-                                        group=g.group, async_op=True)
-                works.append((w, f"all_gather of tensor '{name}' ({size} "
-                                 f"bytes, {part_bytes} per rank)"))
+                    w = g.issue(lambda: dist.all_gather(
+                        list(buf.chunk(g.size)), mine, group=g.group,
+                        async_op=True), what)
+            works.append((w, what))
         for w, what in works:
             g.wait(w, what)

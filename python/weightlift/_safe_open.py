@@ -62,7 +62,6 @@ class _Source:
         self.numpy = framework == "np"
         self.options = options
         self.device = options["device"]
-        self.resolved = {f["path"]: f["resolved_path"] for f in ckpt.files()}
         self.rows = {r[0]: r for r in rows}
 
     def _convert(self, name, dt, shape, data, device):

@@ -27,6 +27,12 @@ tensors with the same window (they agree on a fingerprint first, and
 every collective times out). A group window loads when the consumer
 reaches it, on every rank in step (no prefetch).
 
+Parts (``tp_plan=`` with ``tp_rank=`` / ``tp_size=``, or taken from
+``process_group``; the rule of docs/tensor-parallel.md): a tensor the plan
+splits comes as this rank's part, ``torch.tensor_split(full, n, dim)[r]``,
+and only its bytes are read (Loader::LoadSlices; in group mode the plan's
+"local" parts); the others come whole. Windows count the parts' bytes.
+
 The yielded tensors are views of their window buffer and keep it alive:
 they stay valid whatever the consumer does with them; the memory is
 bounded as long as the consumer drops them (vLLM's weight loaders copy
@@ -55,36 +61,45 @@ def _align(n: int) -> int:
 class _Window:
     """Consecutive tensors (file order) loaded into one buffer."""
 
-    __slots__ = ("infos", "rows", "offsets", "nbytes", "buffer", "job")
+    __slots__ = ("infos", "rows", "parts", "offsets", "nbytes", "buffer",
+                 "job")
 
     def __init__(self):
         self.infos: List[Tuple[str, str, Tuple[int, ...], int]] = []
         self.rows: List[tuple] = []  # Checkpoint.tensors() rows
+        self.parts: List[Any] = []   # their _tp.Shard (with tp_plan)
         self.offsets: List[int] = []
         self.nbytes = 0
         self.buffer = None  # one buffer, or (group mode) one per tensor
         self.job = None
 
-    def add(self, row: tuple) -> None:
+    def add(self, row: tuple, part=None) -> None:
         name, dtype, shape, _file, _offset, size = row
+        if part is not None and part.split:
+            shape, size = part.shape, part.bytes
         self.offsets.append(self.nbytes)
         self.infos.append((name, dtype, tuple(shape), size))
         self.rows.append(row)
+        self.parts.append(part)
         self.nbytes += _align(size)
 
 
-def plan_windows(infos: Sequence[tuple], window_bytes: int) -> List[_Window]:
+def plan_windows(infos: Sequence[tuple], window_bytes: int,
+                 parts: Optional[Sequence[Any]] = None) -> List[_Window]:
     """Cuts INFOS (Checkpoint.tensors() rows, file order) into windows of
     at most WINDOW_BYTES // 2 aligned bytes each; a larger tensor is a
-    window of its own. Pure; exposed for tests."""
+    window of its own. PARTS (one _tp.Shard per row, or None): split
+    tensors count their part's bytes. Pure; exposed for tests."""
     half = max(window_bytes // 2, 1)
     windows: List[_Window] = []
     cur = _Window()
-    for row in infos:
-        if cur.infos and cur.nbytes + _align(row[5]) > half:
+    for k, row in enumerate(infos):
+        part = parts[k] if parts is not None else None
+        size = part.bytes if part is not None and part.split else row[5]
+        if cur.infos and cur.nbytes + _align(size) > half:
             windows.append(cur)
             cur = _Window()
-        cur.add(row)
+        cur.add(row, part)
     if cur.infos:
         windows.append(cur)
     return windows
@@ -105,7 +120,8 @@ class TensorStream:
                  names: Optional[Sequence[str]] = None,
                  window: Any = DEFAULT_WINDOW, framework: str = "pt",
                  process_group: Any = None, group_timeout: float = 300.0,
-                 **options):
+                 tp_rank: Optional[int] = None, tp_size: Optional[int] = None,
+                 tp_plan: Any = None, **options):
         if framework not in ("pt", "torch", "np", "numpy"):
             raise ValueError(f"framework must be 'pt' or 'np', got "
                              f"{framework!r}")
@@ -136,15 +152,29 @@ class TensorStream:
             (_dtypes.numpy_layout if self._np else _dtypes.torch_layout)(
                 dt, shape)
         self._group = None
-        self.group_bytes_read = 0
+        self._extra_bytes_read = 0
+        self._plan = _tp_plan(tp_plan, path, process_group, tp_rank, tp_size,
+                              self._np)
+        parts = None
         if process_group is not None:
             self._group = self._agree(process_group, group_timeout, infos)
-        self._windows = plan_windows(infos, self.window_bytes)
+            if self._plan:
+                tp_rank, tp_size = self._group.rank, self._group.size
+        if self._plan:
+            from . import _tp
+            parts, _ = _tp.shards(infos, tp_rank, tp_size, self._plan)
+        # Parts through the native LoadSlices where this build has it, else
+        # by positioned reads (weightlift._tp.read_part_into) when reached.
+        self._slice_loads = bool(self._plan) and self._group is None and \
+            hasattr(_native_loader(), "start_load_slices")
+        self.split_tensors = sum(1 for p in parts or () if p.split)
+        self._windows = plan_windows(infos, self.window_bytes, parts)
         self.windows = len(self._windows)
         sizes = [w.nbytes for w in self._windows]
         self.bound_bytes = max([0] + sizes + [x + y for x, y in
                                               zip(sizes, sizes[1:])])
-        self.bytes = sum(t[5] for t in infos)
+        self.bytes = sum(w_info[3] for w in self._windows
+                         for w_info in w.infos)
         self.peak_bytes = 0
         self.report: Optional[LoadReport] = None
         self._reports: List[LoadReport] = []
@@ -177,8 +207,8 @@ class TensorStream:
                     f"tensors on {self._device} (gloo for cpu, NCCL for "
                     f"cuda)")
             fingerprint = _native.group_fingerprint(
-                infos, [f["size"] for f in self._ckpt.files()], False,
-                g.size, [])
+                infos, [f["size"] for f in self._ckpt.files()],
+                bool(self._plan), g.size, self._plan)
             if isinstance(fingerprint, dict):
                 _tp._raise(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:
@@ -207,17 +237,19 @@ class TensorStream:
         the rest (every rank ends with every full tensor of W)."""
         from . import _group, _native, _tp
         g = self._group
-        plan = _native.group_plan(w.rows, g.size, False, [],
+        sharded = bool(self._plan)
+        plan = _native.group_plan(w.rows, g.size, sharded, self._plan,
                                   _group.ALLGATHER_MIN_BYTES, True,
                                   _group.BATCH_BYTES)
         if "error" in plan:
             _tp._raise(plan["error"])
-        runner = _group._Runner(g, self._ckpt, w.rows, None, plan,
+        runner = _group._Runner(g, self._ckpt, w.rows,
+                                w.parts if sharded else None, plan,
                                 self._device, self._options)
         self._in_device(runner.run)
         w.buffer = runner.bufs
         self._reports.extend(runner.reports)
-        self.group_bytes_read += runner.part_bytes
+        self._extra_bytes_read += runner.part_bytes
 
     # -- window life cycle -------------------------------------------------
 
@@ -230,6 +262,19 @@ class TensorStream:
         self._pending = w
         if self._group is not None:
             return  # loaded in step with the other ranks, when reached
+        if self._slice_loads:
+            # LoadSlices: this rank's parts (and whole tensors) into memory
+            # the loader allocates; counted as the window's bytes.
+            from . import _tp
+            alive = {id(x): x.nbytes for x in (w, self._current, self._last)
+                     if x is not None}
+            self.peak_bytes = max(self.peak_bytes, sum(alive.values()))
+            reqs = [_tp.slice_request(p) for p, info in zip(w.parts, w.infos)
+                    if info[3]]
+            w.buffer = []
+            if reqs:
+                w.job = self._loader.start_load_slices(self._ckpt, reqs)
+            return
         w.buffer = self._alloc(w.nbytes)
         # Alive now: this window, the one being handed out and the one the
         # consumer's last tensor is a view of (kept alive by that view).
@@ -238,9 +283,10 @@ class TensorStream:
         self.peak_bytes = max(self.peak_bytes, sum(alive.values()))
         dests = []
         base = self._address(w.buffer)
-        for (name, _dt, _shape, size), off in zip(w.infos, w.offsets):
-            if size:
-                dests.append((name, base + off, size))
+        for (name, _dt, _shape, size), off, part in zip(w.infos, w.offsets,
+                                                         w.parts):
+            if size and (part is None or not part.split):
+                dests.append((name, base + off, size))  # parts: in _finish
         if not dests:
             return  # every tensor of the window is empty: nothing to read
         if self._device.startswith("cuda"):
@@ -275,6 +321,17 @@ class TensorStream:
         job, w.job = w.job, None
         if job is not None:
             self._reports.append(_core.wait(job, False, w.nbytes))
+            if isinstance(w.buffer, list):  # LoadSlices: loader-owned
+                got = {name: data for name, _, _, data in
+                       job.take_tensors(False)}
+                w.buffer = [got.get(info[0]) if info[3] else None
+                            for info in w.infos]
+        if self._plan and not isinstance(w.buffer, list):
+            from . import _tp
+            for part, off in zip(w.parts, w.offsets):
+                if part.split and part.bytes:
+                    self._extra_bytes_read += _tp.read_part_into(
+                        self._ckpt, part, w.buffer.narrow(0, off, part.bytes))
         self._t_loaded = time.perf_counter()
 
     def _view(self, w: _Window, i: int):
@@ -282,8 +339,11 @@ class TensorStream:
         off = w.offsets[i]
         if size == 0:
             buf = None
-        elif isinstance(w.buffer, list):  # group mode: one per tensor
+        elif isinstance(w.buffer, list):  # one buffer per tensor
             buf = w.buffer[i]
+            if not hasattr(buf, "data_ptr"):  # a DLPack capsule (LoadSlices)
+                import torch
+                buf = torch.utils.dlpack.from_dlpack(buf)
         elif self._np:
             buf = w.buffer[off:off + size]
         else:
@@ -390,10 +450,13 @@ class TensorStream:
         wall = self._t_loaded - self._t0
         merged.tensors = sum(len(w.infos) for w in self._windows)
         merged.bytes = self.bytes  # delivered (group mode: not all read)
+        merged.bytes_read = (merged.bytes_read or 0) + self._extra_bytes_read
+        if self.split_tensors:
+            merged.notes.insert(0, (
+                f"tp: {self.split_tensors} tensors came as this rank's part "
+                f"(tp_plan); {self.bytes} bytes delivered"))
         if self._group is not None:
             g = self._group
-            merged.bytes_read = (merged.bytes_read or 0) + \
-                self.group_bytes_read
             merged.notes.insert(0, (
                 f"group: rank {g.rank} of {g.size} ({g.backend}) read "
                 f"{merged.bytes_read} of {self.bytes} bytes; the group "
@@ -414,15 +477,42 @@ class TensorStream:
             pass
 
 
+def _native_loader():
+    from . import _native
+    return _native.Loader
+
+
+def _tp_plan(plan, path, group, rank, size, np):
+    """The normalized tp_plan ([] without one), its arguments checked."""
+    from . import _tp
+    if plan is None:
+        if rank is not None or size is not None:
+            raise TypeError("tp_rank / tp_size need a tp_plan here (the "
+                            "stream splits only the tensors a plan names)")
+        return []
+    if np:
+        raise ValueError("tp_plan streams torch tensors (framework='pt')")
+    if group is not None:
+        if rank is not None or size is not None:
+            raise TypeError("with process_group, tp_rank and tp_size come "
+                            "from the group")
+    elif rank is None or size is None:
+        raise TypeError("tp_plan needs tp_rank and tp_size (or a "
+                        "process_group)")
+    return _tp.normalize_plan(plan, path, [])
+
+
 def stream_tensors(path: Any, device: Any = "cpu", *,
                    names: Optional[Sequence[str]] = None,
                    window: Any = DEFAULT_WINDOW, framework: str = "pt",
                    process_group: Any = None, group_timeout: float = 300.0,
-                   **options) -> TensorStream:
+                   tp_rank: Optional[int] = None, tp_size: Optional[int] = None,
+                   tp_plan: Any = None, **options) -> TensorStream:
     """Yields ``(name, tensor)`` for the tensors of PATH (or NAMES of them)
     in file order, holding at most WINDOW bytes of them at once (see the
     module doc). With PROCESS_GROUP the ranks split the reading (group
     mode). Raises the load's error where it happens."""
     return TensorStream(path, device=device, names=names, window=window,
                         framework=framework, process_group=process_group,
-                        group_timeout=group_timeout, **options)
+                        group_timeout=group_timeout, tp_rank=tp_rank,
+                        tp_size=tp_size, tp_plan=tp_plan, **options)

@@ -263,7 +263,8 @@ def tp_notes(req: TpRequest, info: dict, rank: int, size: int) -> List[str]:
     return notes + req.notes
 
 
-# ---- reading parts ---------------------------------------------------------
+# ---- reading parts without the loader ----------------------------------------
+# weightlift._stream's fallback for a native module without LoadSlices.
 
 def read_runs(path: str, shard: Shard, out: memoryview) -> int:
     """Reads SHARD's runs (its bytes, in order) from PATH into OUT; returns
@@ -319,11 +320,6 @@ def read_part_into(ckpt, shard: Shard, buf) -> int:
 
 # ---- slice mode --------------------------------------------------------------
 
-def has_slice_loads() -> bool:
-    """The native loader reads slices itself (Loader::LoadSlices)."""
-    return hasattr(_native.Loader, "start_load_slices")
-
-
 def slice_request(s: Shard, dim: int = -1, start: int = 0, stop: int = 0):
     """(name, [(start, stop, step)] per dim) for LoadSlices: SHARD's part,
     or (DIM >= 0) rows [START, STOP) of dim DIM; [] is the whole tensor."""
@@ -343,64 +339,33 @@ def slice_requests(parts: List[Shard]) -> list:
 
 def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
                 progress: bool = False):
-    """Slice mode: [(name, tensor)] in checkpoint order and the report.
-    Replicated tensors go through the C++ loader; split tensors' parts are
-    read run by run into memory on DEVICE."""
-    import torch
-
+    """Slice mode: [(name, tensor)] in checkpoint order and the report. One
+    Loader::LoadSlices call reads every part and every replicated tensor
+    onto DEVICE."""
     t0 = time.perf_counter()
     ckpt = _core.open_checkpoint(path)
     tensors = ckpt.tensors()
     parts, info = shards(tensors, req.rank, req.size, req.plan)
     notes = tp_notes(req, info, req.rank, req.size)
-    if has_slice_loads():
-        with _core.pooled_loader(dict(options, device=device)) as loader:
-            job = loader.start_load_slices(ckpt, slice_requests(parts))
-            total = sum(s.bytes for s in parts)
-            report = _core.wait(job, progress, total)
-            items = job.take_tensors(False)
-        out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
-               for name, dt, shape, data in items]
-        t1 = time.perf_counter()
-        report = make_report(device, [report], len(parts), total, 0, t1 - t0,
-                             0.0, notes)
-        _core.set_last_report(report)
-        return out, report
-    whole = [s.name for s in parts if not s.split]
-    loaded: Dict[str, Any] = {}
-    reports: List[LoadReport] = []
-    if whole:
-        items, dev, rep = _core.load_raw(ckpt, names=whole, progress=progress,
-                                         device=device, **options)
-        for name, dt, shape, data in items:
-            loaded[name] = _dtypes.to_torch(dt, shape, data, dev)
-        reports.append(rep)
-    t_parts = time.perf_counter()
-    part_bytes = 0
-    for s in parts:
-        if not s.split:
-            continue
-        buf = torch.empty(s.bytes, dtype=torch.uint8, device=device)
-        part_bytes += read_part_into(ckpt, s, buf)
-        loaded[s.name] = (_dtypes.view_torch(buf, s.dtype, s.shape)
-                          if s.bytes else
-                          _dtypes.view_torch(None, s.dtype, s.shape).to(device))
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(device)
+    with _core.pooled_loader(dict(options, device=device)) as loader:
+        job = loader.start_load_slices(ckpt, slice_requests(parts))
+        total = sum(s.bytes for s in parts)
+        report = _core.wait(job, progress, total)
+        items = job.take_tensors(False)
+    out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
+           for name, dt, shape, data in items]
     t1 = time.perf_counter()
-    report = make_report(device, reports, len(parts),
-                         sum(s.bytes for s in parts), part_bytes,
-                         t1 - t0, t1 - t_parts,
-                         tp_notes(req, info, req.rank, req.size))
+    report = make_report(device, [report], len(parts), total, 0, t1 - t0,
+                         0.0, notes)
     _core.set_last_report(report)
-    return [(s.name, loaded[s.name]) for s in parts], report
+    return out, report
 
 
 def make_report(device: str, reports: List[LoadReport], tensors: int,
                 delivered: int, extra_read: int, seconds: float,
                 extra_seconds: float, notes: List[str]) -> LoadReport:
-    """One LoadReport for a TP load: the C++ loads' reports plus the bytes
-    read outside them (parts; in group mode nothing else is read)."""
+    """One LoadReport for a TP load: the C++ loads' reports (plus
+    EXTRA_READ bytes read outside them, if any), with NOTES first."""
     d = {"device": device, "tensors": tensors, "bytes": delivered,
          "bytes_read": extra_read, "seconds": seconds, "open_seconds": 0.0,
          "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,

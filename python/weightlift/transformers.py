@@ -57,6 +57,33 @@ def _parameters_on_meta():
         torch.nn.Module.register_parameter = original
 
 
+@contextlib.contextmanager
+def _init_functions_skipped():
+    """Makes torch.nn.init's in-place initializers (normal_, uniform_,
+    kaiming_uniform_, ...) return their tensor untouched. The parameters
+    are on the meta device and overwritten by the checkpoint anyway, and on
+    torch 2.x an initializer on a meta tensor goes through torch._refs,
+    whose first use imports torch._dynamo: seconds of imports for nothing
+    (transformers' own from_pretrained skips the initializers too)."""
+    import torch.nn.init as init
+
+    names = [n for n in dir(init)
+             if n.endswith("_") and not n.startswith("_")
+             and callable(getattr(init, n))]
+    saved = {n: getattr(init, n) for n in names}
+
+    def untouched(tensor, *args, **kwargs):
+        return tensor
+
+    for n in names:
+        setattr(init, n, untouched)
+    try:
+        yield
+    finally:
+        for n, fn in saved.items():
+            setattr(init, n, fn)
+
+
 def _checkpoint_path(model_dir: str) -> str:
     for name in ("model.safetensors.index.json", "model.safetensors"):
         p = os.path.join(model_dir, name)
@@ -78,12 +105,30 @@ def _resolve_dtype(config, dtype):
 
 def _build(auto_cls, config, dtype, trust_remote_code):
     import transformers
+    import transformers.modeling_utils as mu
 
     major = int(transformers.__version__.split(".")[0])
     kw = {"dtype": dtype} if major >= 5 else {"torch_dtype": dtype}
     if trust_remote_code:
         kw["trust_remote_code"] = True
-    return auto_cls.from_config(config, **kw)
+    # transformers' own switch for its _init_weights pass (what its
+    # from_pretrained uses), where this version has it.
+    no_init = getattr(mu, "no_init_weights", None)
+    with no_init() if no_init is not None else contextlib.nullcontext():
+        return auto_cls.from_config(config, **kw)
+
+
+def _import_transformers():
+    """transformers, or an ImportError that names the extra to install."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise ImportError(
+            "weightlift.transformers needs the transformers package, which "
+            "is not installed: pip install 'weightlift[transformers]' (or "
+            f"pip install transformers); the import said: {e}",
+            name="transformers") from e
+    return transformers
 
 
 def from_pretrained(model_dir: Any, device: Any = "cuda:0",
@@ -98,8 +143,8 @@ def from_pretrained(model_dir: Any, device: Any = "cuda:0",
     threads, ...) are passed to weightlift.load_into; the LoadReport is
     available as ``weightlift.last_report()`` and ``model.weightlift_report``.
     """
+    transformers = _import_transformers()
     import torch
-    import transformers
 
     model_dir = os.fspath(model_dir)
     dev = device_string(device)
@@ -108,7 +153,7 @@ def from_pretrained(model_dir: Any, device: Any = "cuda:0",
         model_dir, trust_remote_code=trust_remote_code)
     dtype = _resolve_dtype(config, dtype)
 
-    with _parameters_on_meta():
+    with _parameters_on_meta(), _init_functions_skipped():
         model = _build(auto_cls, config, dtype, trust_remote_code)
     cpu_buffers = {name: buf.detach().clone()
                    for name, buf in model.named_buffers()

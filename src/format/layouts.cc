@@ -28,6 +28,10 @@ constexpr LlamaConfig kConfigs[] = {
      "Llama-3-8B: 32 layers, hidden 4096, MLP 14336, vocab 128256, GQA k/v "
      "1024",
      128256, 4096, 14336, 1024, 32},
+    {"tinyllama-1.1b",
+     "TinyLlama-1.1B: 22 layers, hidden 2048, MLP 5632, vocab 32000, GQA k/v "
+     "256",
+     32000, 2048, 5632, 256, 22},
     {"tiny",
      "tiny Llama-style: 2 layers, hidden 256, MLP 688, vocab 2048, "
      "GQA k/v 128 (a few MB)",

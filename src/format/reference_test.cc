@@ -1,7 +1,10 @@
 // Cross-check with the reference implementation: files written by the real
 // safetensors package parse identically and are byte-identical to the
 // writer's output for the same tensors; the package reads the writer's
-// files back. Skipped when /usr/bin/python3 lacks safetensors and numpy.
+// files back. The interpreter is the one the build was configured with
+// (WL_TEST_PYTHON: `make` passes the project venv's, where `make deps`
+// installs safetensors and numpy), so a missing package is a failure here,
+// never a skip.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +24,10 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-constexpr const char* kPython = "/usr/bin/python3";
+#ifndef WL_TEST_PYTHON
+#error "WL_TEST_PYTHON (the Python interpreter with safetensors) is not set"
+#endif
+constexpr const char* kPython = WL_TEST_PYTHON;
 
 // Tensors as (name, dtype, shape); byte i of a tensor is
 // (i * 31 + len(name_utf8)) & 0xFF (& 1 for BOOL) in both languages.
@@ -107,9 +113,9 @@ std::vector<std::byte> Data(const Spec& s) {
 class ReferenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HaveReference()) {
-      GTEST_SKIP() << kPython << " has no safetensors/numpy";
-    }
+    ASSERT_TRUE(HaveReference())
+        << kPython << " cannot import numpy and safetensors.numpy; `make deps` "
+        << "installs them (python/requirements-dev.txt)";
     WriteFile(dir_ / "ref.py", kScript);
   }
   int Python(const std::string& mode, const std::string& path) {

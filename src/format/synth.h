@@ -32,7 +32,7 @@ struct LayoutSummary {
   uint64_t total_bytes = 0;  // tensor bytes (headers not counted)
 };
 
-// Every layout: llama2-7b, llama2-13b, llama3-8b, tiny.
+// Every layout: llama2-7b, llama2-13b, llama3-8b, tinyllama-1.1b, tiny.
 std::vector<LayoutSummary> ListLayouts();
 
 // The tensors of LAYOUT in state-dict order. InvalidArgument (listing the

@@ -18,12 +18,14 @@ using testing::TempDir;
 TEST(Synth, LayoutTotalsMatchTheRealModels) {
   std::map<std::string, LayoutSummary> by_name;
   for (const LayoutSummary& s : ListLayouts()) by_name[s.name] = s;
-  ASSERT_EQ(by_name.size(), 4u);
+  ASSERT_EQ(by_name.size(), 5u);
   EXPECT_EQ(by_name["llama2-7b"].num_params, 6'738'415'616u);
   EXPECT_EQ(by_name["llama2-7b"].total_bytes, 13'476'831'232u);
   EXPECT_EQ(by_name["llama2-7b"].num_tensors, 2u + 32 * 9 + 1);
   EXPECT_EQ(by_name["llama2-13b"].num_params, 13'015'864'320u);
   EXPECT_EQ(by_name["llama3-8b"].num_params, 8'030'261'248u);
+  // TinyLlama-1.1B's published parameter count.
+  EXPECT_EQ(by_name["tinyllama-1.1b"].num_params, 1'100'048'384u);
   EXPECT_LT(by_name["tiny"].total_bytes, 8u << 20);
   EXPECT_GT(by_name["tiny"].total_bytes, 1u << 20);
 }

@@ -181,4 +181,23 @@ StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
   return out;
 }
 
+std::vector<TensorRequest> ShardRequests(std::span<const TensorInfo> tensors,
+                                         const ShardedTensors& shards) {
+  std::vector<TensorRequest> out;
+  out.reserve(shards.shards.size());
+  for (const TensorShard& s : shards.shards) {
+    const TensorInfo& t = tensors[s.tensor];
+    TensorRequest r;
+    r.name = t.name;
+    if (s.is_split()) {
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        r.slices.push_back(DimSlice{0, t.shape[d], 1});
+      }
+      r.slices[static_cast<size_t>(s.dim)] = DimSlice{s.start, s.stop, 1};
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace weightlift

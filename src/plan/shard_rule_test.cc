@@ -209,6 +209,24 @@ TEST(ShardTensors, UnmatchedNamesReplicateAndUnusedPatternsWarn) {
             std::string::npos);
 }
 
+TEST(ShardRequests, SplitTensorsBecomeSlicesReplicatedOnesWhole) {
+  std::vector<TensorInfo> ts = {Tensor("q", {10, 4}), Tensor("o", {4, 10}),
+                                Tensor("b", {10}), Tensor("n", {4})};
+  auto got = ShardTensors(ts, Tp(2, 3,
+                                 {{"q", ShardStyle::kColwise},
+                                  {"o", ShardStyle::kRowwise},
+                                  {"b", ShardStyle::kRowwise}}));
+  ASSERT_TRUE(got.ok());
+  auto reqs = ShardRequests(ts, *got);
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_EQ(reqs[0].name, "q");
+  EXPECT_EQ(reqs[0].slices,
+            (std::vector<DimSlice>{{7, 10, 1}, {0, 4, 1}}));  // 4, 3, 3 rows
+  EXPECT_EQ(reqs[1].slices, (std::vector<DimSlice>{{0, 4, 1}, {7, 10, 1}}));
+  EXPECT_TRUE(reqs[2].slices.empty());  // 1-D under rowwise: whole
+  EXPECT_TRUE(reqs[3].slices.empty());  // no pattern: whole
+}
+
 TEST(ShardTensors, SubByteSplitInsideAByteIsUnsupported) {
   // F4: two elements per byte. 6 columns in 4 parts: 2,2,1,1 cut a byte.
   std::vector<TensorInfo> ts = {Tensor("w", {2, 6}, DType::kF4)};

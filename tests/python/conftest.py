@@ -1,8 +1,9 @@
 """Shared helpers for the weightlift Python tests.
 
-weightlift is imported as installed (pip install .) or, failing that, from a
-build tree: $WEIGHTLIFT_BUILD_PYTHON, else the newest <repo>/build*/python
-holding weightlift/_native*.so (cmake -DWL_BUILD_PYTHON=ON builds it there).
+weightlift is imported from PYTHONPATH when it holds the module, else from
+$WEIGHTLIFT_BUILD_PYTHON, else from the newest <repo>/build*/python holding
+weightlift/_native*.so (cmake -DWL_BUILD_PYTHON=ON builds it there), else
+as installed (pip install .).
 """
 
 import glob
@@ -18,11 +19,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 
 
 def _add_build_tree():
-    try:
-        import weightlift._native  # noqa: F401
-        return
-    except ImportError:
-        pass
+    """Puts the weightlift to test first on sys.path: one on PYTHONPATH or
+    $WEIGHTLIFT_BUILD_PYTHON if given, else this checkout's newest build
+    tree, else an installed one. The checkout's build comes before an
+    installed one because `make` leaves a .pth in the venv naming its own
+    build tree, which in a shared venv may be another checkout's."""
+    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if p and glob.glob(os.path.join(p, "weightlift", "_native*.so")):
+            return
     cands = []
     env = os.environ.get("WEIGHTLIFT_BUILD_PYTHON")
     if env:

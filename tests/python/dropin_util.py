@@ -35,6 +35,7 @@ def assert_same_value(got, want, what):
         assert _bytes(got) == _bytes(want), what
     elif isinstance(want, np.ndarray):
         assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+        assert got.flags.writeable == want.flags.writeable, what
         assert got.shape == want.shape, (what, got.shape, want.shape)
         assert _bytes(got) == _bytes(want), what
     elif isinstance(want, dict):

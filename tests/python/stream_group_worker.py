@@ -1,7 +1,9 @@
-"""One rank of a gloo group for test_stream.py's group-mode test:
-python stream_group_worker.py CKPT RANK WORLD PORT WINDOW OUT_JSON.
-Streams CKPT with process_group= and checks every tensor against the real
-safetensors package; writes names (in order), mismatches and bytes read."""
+"""One rank of a gloo group for test_stream.py's group-mode tests:
+python stream_group_worker.py CKPT RANK WORLD PORT WINDOW OUT_JSON [PLAN].
+Streams CKPT with process_group= (and tp_plan=PLAN, a JSON object) and
+checks every tensor against the real safetensors package (the planned ones
+against torch.tensor_split of it); writes names (in order), mismatches and
+bytes read."""
 
 import datetime
 import json
@@ -15,6 +17,7 @@ from safetensors.torch import load_file
 import weightlift
 
 ckpt, rank, world, port, window, out = sys.argv[1:7]
+plan = json.loads(sys.argv[7]) if len(sys.argv) > 7 else None
 rank, world = int(rank), int(world)
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
                         rank=rank, world_size=world,
@@ -24,11 +27,15 @@ for f in sorted(os.listdir(ckpt)):
     if f.endswith(".safetensors"):
         ref.update(load_file(os.path.join(ckpt, f)))
 stream = weightlift.stream_tensors(ckpt, window=int(window),
-                                   process_group=dist.group.WORLD)
+                                   process_group=dist.group.WORLD,
+                                   tp_plan=plan)
 names, bad = [], []
 for name, t in stream:
     names.append(name)
     r = ref[name]
+    if plan and name in plan:
+        r = torch.tensor_split(r, world, 0 if plan[name] == "colwise" else -1)[
+            rank].contiguous()
     if t.dtype != r.dtype or t.shape != r.shape or not torch.equal(
             t.reshape(-1).view(torch.uint8), r.reshape(-1).view(torch.uint8)):
         bad.append(name)

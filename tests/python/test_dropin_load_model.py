@@ -290,13 +290,16 @@ def test_load_model_reports(tmp_path):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32],
+                         ids=["cast", "in-place"])
 @pytest.mark.parametrize("device", ["cpu", "cuda:0"])
-def test_cuda_model(tmp_path, device):
-    """On a GPU: a model on cuda:0, the file loaded to DEVICE first (as
-    safetensors does), BF16 cast into fp32 on the device."""
+def test_cuda_model(tmp_path, device, dtype):
+    """On a GPU: a model on cuda:0; BF16 cast into fp32 on the device (the
+    file loaded to DEVICE first, as safetensors does), or F32 written
+    straight into the parameters on the device."""
     gen = torch.Generator().manual_seed(6)
-    sd = {"weight": torch.randn(2, 3, generator=gen).bfloat16(),
-          "bias": torch.randn(2, generator=gen).bfloat16()}
+    sd = {"weight": torch.randn(2, 3, generator=gen).to(dtype),
+          "bias": torch.randn(2, generator=gen).to(dtype)}
     path = _save(sd, tmp_path / "m.safetensors")
     ours, theirs = _run_both(lambda: torch.nn.Linear(3, 2).to("cuda:0"),
                              path, device=device)

@@ -12,7 +12,7 @@ from weightlift.vllm import options
 def test_defaults_and_values():
     o = options.parse(None)
     assert o.load == {} and o.window == options.DEFAULT_WINDOW
-    assert o.progress is False and o.tp_mode == "group"
+    assert o.progress is False and o.tp_mode == "group" and o.tp_slices
     o = options.parse(json.dumps({"backend": "direct", "threads": 4,
                                   "staging": "64MiB", "gds": "off",
                                   "window": "1GiB", "progress": True,
@@ -31,6 +31,7 @@ def test_defaults_and_values():
     ({"gds": 3}, "gds"),
     ({"progress": "yes"}, "progress"),
     ({"tp_mode": "slices"}, "tp_mode"),
+    ({"tp_slices": "yes"}, "tp_slices"),
     ({"window": "x"}, "window"),
     ("{not json", "not JSON"),
     ("[1, 2]", "JSON object"),

@@ -79,11 +79,17 @@ def run_failures(result):
         CKPT, device=dev, process_group=pg, group_timeout=20))
     # Rank 1 never joins the load: rank 0 must fail, not hang. Last: it
     # leaves rank 0's collective pending.
+    done = os.path.join(OUT_DIR, "timeout_done")
     if RANK == 1:
-        time.sleep(6)
+        # Stay in the group (silent) until rank 0 has failed, so that it
+        # sees a collective nobody joins rather than a peer that left.
+        deadline = time.time() + 120
+        while not os.path.exists(done) and time.time() < deadline:
+            time.sleep(0.05)
     else:
         result["timeout"] = failure(lambda: weightlift.load_checkpoint(
             CKPT, process_group=pg, group_timeout=2))
+        open(done, "w").close()
 
 
 def run_rank():

@@ -148,11 +148,19 @@ def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}"):
     return [json.load(open(o)) for o in outs]
 
 
-@pytest.mark.parametrize("tp_mode", ["group", "full"])
-def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path, tp_mode):
-    results = _run_ranks(ckpt, tmp_path, tp=2, pp=1,
-                         extra=json.dumps({"tp_mode": tp_mode}))
-    total = sum(t.numel() * 4 for t in tiny_llama.tensors().values())
+@pytest.mark.parametrize("tp_mode, tp_slices", [
+    ("group", True), ("full", True), ("full", False)])
+def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path, tp_mode, tp_slices):
+    results = _run_ranks(ckpt, tmp_path, tp=2, pp=1, extra=json.dumps(
+        {"tp_mode": tp_mode, "tp_slices": tp_slices}))
+    t = tiny_llama.tensors()
+    total = sum(x.numel() * 4 for x in t.values())
+    # o_proj and down_proj map one-to-one to RowParallelLinear weights:
+    # with tp_slices each rank reads (and receives) only its half of them.
+    one_to_one = [n for n in t if n.endswith(("o_proj.weight",
+                                              "down_proj.weight"))]
+    halves = sum(t[n].numel() * 4 for n in one_to_one) // 2
+    received = total - halves if tp_slices else total
     for i, r in enumerate(results):
         assert r["tp"] == [i, 2]
         assert r["differ"] == [] and r["nan_left"] == []
@@ -160,13 +168,17 @@ def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path, tp_mode):
         assert r["shapes"]["model.layers.0.self_attn.qkv_proj.weight"] == \
             [64, 64]
         assert r["shapes"]["model.layers.0.mlp.down_proj.weight"] == [64, 48]
-        assert r["bytes_received"] == total
+        assert r["bytes_received"] == received
+        log = "\n".join(r["log"])
+        assert (f"{len(one_to_one) if tp_slices else 0} tensors read as this "
+                f"rank's slice") in log
         if tp_mode == "full":
-            assert r["bytes_read"] == total
+            assert r["bytes_read"] == received
         else:  # the ranks split the reading; the group delivered the rest
             assert r["bytes_read"] < 0.75 * total
-            assert any("group: rank" in ln for ln in r["log"])
+            assert "group: rank" in log
     if tp_mode == "group":
+        # Each rank read its own halves; everything else once in the group.
         assert sum(r["bytes_read"] for r in results) == total
 
 

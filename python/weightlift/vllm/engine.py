@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterable, Iterator, Optional, Set, Tuple
+from typing import (Any, Callable, Dict, Iterable, Iterator, Optional, Set,
+                    Tuple)
 
 import torch
 from torch import nn
@@ -18,7 +19,7 @@ from torch import nn
 import weightlift
 
 from .options import PluginOptions
-from .selection import split_by_stage
+from .selection import plan_slices, split_by_stage
 
 
 def _fmt_bytes(n: float) -> str:
@@ -51,6 +52,7 @@ class LoadSummary:
         self.seconds = seconds
         self.tp = tp
         self.pp = pp
+        self.sliced = 0  # tensors read as this rank's slice
 
     def lines(self):
         r = self.report
@@ -78,8 +80,9 @@ class LoadSummary:
         if self.tp[1] > 1 or self.pp[1] > 1:
             yield (f"weightlift:   tensor-parallel rank {self.tp[0]} of "
                    f"{self.tp[1]}, pipeline stage {self.pp[0]} of "
-                   f"{self.pp[1]}: {self.skipped_other_stages} tensors of "
-                   f"other stages not read")
+                   f"{self.pp[1]}: {self.sliced} tensors read as this rank's "
+                   f"slice, {self.skipped_other_stages} tensors of other "
+                   f"stages not read")
 
 
 
@@ -131,27 +134,50 @@ def load_model_weights(
                           Optional[Set[str]]],
         tp: Tuple[int, int] = (0, 1), pp: Tuple[int, int] = (0, 1),
         tp_group: Any = None,
+        slices: Optional[Tuple[Dict[str, str], Dict[str, Any]]] = None,
 ) -> Tuple[Optional[Set[str]], LoadSummary]:
     """Streams PATH's tensors (file order, those of this pipeline stage)
     onto MODEL's device into CONSUME (the model's ``load_weights``).
     TP_GROUP (a torch.distributed group of this stage's tensor-parallel
     ranks; gloo for cpu, NCCL for cuda): with tp_mode "group" the ranks
-    split the reading and deliver the rest to each other. Returns what
-    CONSUME returned and the LoadSummary."""
+    split the reading and deliver the rest to each other. SLICES: the
+    (tp_plan, {name: parameter}) of tensors read as this rank's slice and
+    copied straight into their parameter; by default selection.plan_slices
+    finds them in a vLLM model. Returns what CONSUME returned (plus the
+    copied names) and the LoadSummary."""
     t0 = time.perf_counter()
     device = model_device(model)
     ckpt = weightlift._core.open_checkpoint(path)
     names, skipped = split_by_stage(model, [t[0] for t in ckpt.tensors()])
     group = tp_group if (opts.tp_mode == "group" and tp[1] > 1) else None
+    plan, direct = {}, {}
+    if tp[1] > 1 and opts.tp_slices:
+        if slices is not None:
+            plan, direct = slices
+        else:
+            wanted = set(names)
+            plan, direct = plan_slices(
+                model, [r for r in ckpt.tensors() if r[0] in wanted], tp[0],
+                tp[1])
+    tp_args = {}
+    if plan:
+        tp_args = {"tp_plan": plan}
+        if group is None:
+            tp_args.update(tp_rank=tp[0], tp_size=tp[1])
     stream = weightlift.stream_tensors(
         ckpt, device=device, names=names, window=opts.window,
-        process_group=group, **opts.load)
+        process_group=group, **tp_args, **opts.load)
     tracker = _PeakTracker(device) if device.type == "cuda" else None
     weights: Iterator = stream if tracker is None else tracker.wrap(stream)
     if opts.progress and tp[0] == 0:
         weights = _progress(weights, stream)
+    copied: Set[str] = set()
+    if direct:
+        weights = _copy_slices(weights, direct, copied)
     try:
         loaded = consume(weights)
+        if loaded is not None:
+            loaded = set(loaded) | copied
         # A model's load_weights may stop early; the stream must still end
         # (its last load joined) before the summary.
         for _ in stream:
@@ -165,4 +191,18 @@ def load_model_weights(
         peak_measured=tracker.peak if tracker else None,
         bound_bytes=stream.bound_bytes, window_bytes=stream.window_bytes,
         seconds=time.perf_counter() - t0, tp=tp, pp=pp)
+    summary.sliced = len(copied)
     return loaded, summary
+
+
+def _copy_slices(weights, direct, copied: Set[str]) -> Iterator:
+    """Copies the slices of DIRECT's parameters (this rank's part, which is
+    what their vLLM weight loader would narrow the full tensor to) into
+    them; passes everything else on to the model's load_weights."""
+    for name, t in weights:
+        p = direct.get(name)
+        if p is None:
+            yield name, t
+            continue
+        p.data.copy_(t)
+        copied.add(name)

@@ -20,6 +20,9 @@ tp_mode         how tensor-parallel ranks get their weights: "group" (the
                 rest to each other; vLLM's weight loaders narrow as usual),
                 or "full" (every rank reads every tensor, as vLLM's default
                 loader does)
+tp_slices       true (default): under TP, a tensor that maps one-to-one to a
+                plain column- or row-parallel parameter is read as this
+                rank's slice only; false: whole, narrowed by vLLM
 ==============  ==============================================================
 """
 
@@ -33,7 +36,7 @@ from .._options import parse_size
 # Keys passed straight to weightlift's loading calls.
 LOAD_OPTION_KEYS = ("backend", "threads", "staging", "gds", "host_register",
                     "chunk", "queue_depth", "copy_streams")
-PLUGIN_KEYS = ("window", "progress", "tp_mode")
+PLUGIN_KEYS = ("window", "progress", "tp_mode", "tp_slices")
 ALL_KEYS = LOAD_OPTION_KEYS + PLUGIN_KEYS
 DEFAULT_WINDOW = 512 << 20
 TP_MODES = ("group", "full")
@@ -44,15 +47,17 @@ class PluginOptions:
     (bytes), ``progress`` (bool), ``tp_mode``."""
 
     def __init__(self, load: Dict[str, Any], window: int, progress: bool,
-                 tp_mode: str):
+                 tp_mode: str, tp_slices: bool = True):
         self.load = load
         self.window = window
         self.progress = progress
         self.tp_mode = tp_mode
+        self.tp_slices = tp_slices
 
     def __repr__(self) -> str:
         return (f"PluginOptions(load={self.load!r}, window={self.window}, "
-                f"progress={self.progress}, tp_mode={self.tp_mode!r})")
+                f"progress={self.progress}, tp_mode={self.tp_mode!r}, "
+                f"tp_slices={self.tp_slices})")
 
 
 def parse(extra: Any) -> PluginOptions:
@@ -94,10 +99,15 @@ def parse(extra: Any) -> PluginOptions:
     if tp_mode not in TP_MODES:
         raise ValueError(f"weightlift: tp_mode must be one of {TP_MODES}, "
                          f"got {tp_mode!r}")
-    return PluginOptions(load, window, progress, tp_mode)
+    tp_slices = extra.get("tp_slices", True)
+    if not isinstance(tp_slices, bool):
+        raise ValueError(f"weightlift: tp_slices must be true or false, got "
+                         f"{tp_slices!r}")
+    return PluginOptions(load, window, progress, tp_mode, tp_slices)
 
 
 def split_for_log(opts: PluginOptions) -> Tuple[str, ...]:
     """The options as short 'key=value' strings for the load report."""
-    items = dict(opts.load, window=opts.window, tp_mode=opts.tp_mode)
+    items = dict(opts.load, window=opts.window, tp_mode=opts.tp_mode,
+                 tp_slices=opts.tp_slices)
     return tuple(f"{k}={v}" for k, v in sorted(items.items()))

@@ -1,4 +1,5 @@
-"""Which checkpoint tensors a vLLM model (this rank, this stage) needs.
+"""Which checkpoint tensors a vLLM model (this rank, this stage) needs,
+and which of them a tensor-parallel rank can read as its slice.
 
 Pipeline parallelism: vLLM builds every layer a stage does not hold as a
 ``PPMissingLayer`` (``make_layers``; embeddings on later stages, the head
@@ -16,7 +17,8 @@ that the model then skips.
 
 from __future__ import annotations
 
-from typing import Iterable, List, Set, Tuple
+import glob
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 
 def _is_placeholder(module) -> bool:
@@ -51,3 +53,73 @@ def split_by_stage(model, names: Iterable[str]) -> Tuple[List[str],
     for n in names:
         (skip.add(n) if on_other_stage(model, n) else keep.append(n))
     return keep, skip
+
+
+def plan_slices(model, rows: Sequence[tuple], tp_rank: int, tp_size: int
+                ) -> Tuple[Dict[str, str], Dict[str, object]]:
+    """Checkpoint tensors this rank can read as its slice: those that map
+    one-to-one (same name) to an unquantized parameter of a plain
+    ColumnParallelLinear (split on ``output_dim`` 0) or RowParallelLinear
+    (split on ``input_dim``, the last dim) whose weight loader is that
+    class's own (v1 on a torch Parameter, or v2 on a ModelWeightParameter),
+    split evenly over this TP group. For those, vLLM's weight loader does
+    nothing but narrow the full tensor to ``rank * part`` on that dim and
+    copy: exactly ``torch.tensor_split(full, n, dim)[rank]``, which the
+    caller reads and copies itself. Returns (tp_plan {escaped name:
+    "colwise" | "rowwise"}, {name: parameter}). Anything else (fused q/k/v
+    and gate/up, vocabulary-parallel embeddings with their padding,
+    quantized parameters, other weight loaders) is left to vLLM.
+    ({}, {}) where vLLM's linear layers cannot be imported."""
+    import torch
+    try:
+        from vllm.model_executor.layers.linear import (
+            ColumnParallelLinear, MergedColumnParallelLinear,
+            QKVParallelLinear, RowParallelLinear)
+        from vllm.model_executor.parameter import ModelWeightParameter
+    except ImportError:
+        return {}, {}
+    loaders = {
+        (torch.nn.Parameter, ColumnParallelLinear.weight_loader): "colwise",
+        (ModelWeightParameter, ColumnParallelLinear.weight_loader_v2):
+            "colwise",
+        (torch.nn.Parameter, RowParallelLinear.weight_loader): "rowwise",
+        (ModelWeightParameter, RowParallelLinear.weight_loader_v2): "rowwise",
+    }
+    params = dict(model.named_parameters())
+    plan: Dict[str, str] = {}
+    direct: Dict[str, object] = {}
+    for name, _dt, shape, *_ in rows:
+        p = params.get(name)
+        if p is None or "." not in name or \
+                getattr(p, "is_sharded_weight", False):
+            continue
+        owner = model.get_submodule(name.rsplit(".", 1)[0])
+        if isinstance(owner, (MergedColumnParallelLinear, QKVParallelLinear)) \
+                or type(getattr(owner, "quant_method", None)).__name__ != \
+                "UnquantizedLinearMethod":
+            continue
+        bound = getattr(p, "weight_loader", None)
+        word = loaders.get((type(p), getattr(bound, "__func__", None)))
+        if word is None or getattr(bound, "__self__", None) is not owner:
+            continue
+        if word == "colwise":
+            if not isinstance(owner, ColumnParallelLinear) or \
+                    getattr(p, "output_dim", None) != 0:
+                continue
+            dim = 0
+        else:
+            if not isinstance(owner, RowParallelLinear) or len(shape) < 2 \
+                    or getattr(p, "input_dim", None) != len(shape) - 1:
+                continue
+            dim = len(shape) - 1
+        if getattr(owner, "tp_size", None) != tp_size or \
+                getattr(owner, "tp_rank", None) != tp_rank or \
+                getattr(p, "tp_rank", tp_rank) != tp_rank:
+            continue
+        want = list(shape)
+        want[dim] = shape[dim] // tp_size
+        if shape[dim] % tp_size or list(p.shape) != want:
+            continue
+        plan[glob.escape(name)] = word
+        direct[name] = p
+    return plan, direct
