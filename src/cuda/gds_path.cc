@@ -1,8 +1,5 @@
 #include "cuda/gds_path.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -13,16 +10,20 @@
 
 namespace weightlift::internal {
 
-StatusOr<GdsFile> GdsFile::Open(const std::string& path, bool compat) {
+StatusOr<GdsFile> GdsFile::Open(const File& file, bool compat) {
   WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get(compat));
   GdsFile f;
   f.lib_ = lib;
-  f.fd_ = open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (f.fd_ < 0) {
-    int e = errno;
-    return Status::IoErrorFromErrno(path + ": open O_DIRECT for GDS", e);
+  // cuFile wants an O_DIRECT descriptor of the very file the load holds.
+  StatusOr<std::unique_ptr<File>> direct = file.Reopen(IoBackend::kDirect, {});
+  if (!direct.ok()) return direct.status().WithContext("GDS");
+  if ((*direct)->native_fd() < 0) {
+    return Status::Unsupported("GDS: file '" + file.path() +
+                               "' has no POSIX descriptor");
   }
-  WL_ASSIGN_OR_RETURN(f.handle_, lib->RegisterFile(f.fd_, path));
+  f.direct_ = std::move(*direct);
+  WL_ASSIGN_OR_RETURN(f.handle_,
+                      lib->RegisterFile(f.direct_->native_fd(), file.path()));
   return f;
 }
 
@@ -30,7 +31,7 @@ GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
   if (this != &o) {
     Reset();
     lib_ = std::exchange(o.lib_, nullptr);
-    fd_ = std::exchange(o.fd_, -1);
+    direct_ = std::move(o.direct_);
     handle_ = std::exchange(o.handle_, nullptr);
   }
   return *this;
@@ -39,8 +40,7 @@ GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
 void GdsFile::Reset() {
   if (handle_ && lib_) lib_->DeregisterFile(handle_);
   handle_ = nullptr;
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  direct_.reset();
 }
 
 uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes) {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "cuda/cufile_lib.h"
 #include "cuda/load_job.h"
+#include "env/file.h"
 #include "exec/thread_pool.h"
 #include "weightlift/status.h"
 
@@ -20,10 +22,12 @@ namespace weightlift::internal {
 class GdsFile {
  public:
   GdsFile() = default;
-  // Unsupported/IoError naming why cuFile cannot take PATH (library or
-  // driver missing, O_DIRECT refused, cuFileHandleRegister error). COMPAT:
-  // cuFile in its compatibility mode (see CuFileLib::Get).
-  static StatusOr<GdsFile> Open(const std::string& path, bool compat = false);
+  // FILE's open file again with O_DIRECT (File::Reopen, so the very file
+  // the load holds), registered with cuFile. Unsupported/IoError naming why
+  // cuFile cannot take it (library or driver missing, O_DIRECT refused,
+  // cuFileHandleRegister error). COMPAT: cuFile in its compatibility mode
+  // (see CuFileLib::Get).
+  static StatusOr<GdsFile> Open(const File& file, bool compat = false);
   GdsFile(GdsFile&& o) noexcept { *this = std::move(o); }
   GdsFile& operator=(GdsFile&& o) noexcept;
   ~GdsFile() { Reset(); }
@@ -33,7 +37,7 @@ class GdsFile {
  private:
   void Reset();
   CuFileLib* lib_ = nullptr;
-  int fd_ = -1;
+  std::unique_ptr<File> direct_;  // the O_DIRECT view cuFile reads
   CuFileHandle handle_ = nullptr;
 };
 

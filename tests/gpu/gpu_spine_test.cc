@@ -24,7 +24,8 @@
 #include "cuda/cuda_loader.h"
 #include "cuda/cufile_lib.h"
 #include "cuda/gds_path.h"
-#include "io/page_cache.h"
+#include "env/env.h"
+#include "env/page_cache.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -271,7 +272,9 @@ TEST_F(GdsCompatTest, PartialReadsAndReadPastEndOfFile) {
   ASSERT_TRUE(ck.ok());
   const TensorInfo& t = ck->tensors()[0];
   const std::vector<uint8_t> file = FileBytes(*ck, t);
-  auto gf = internal::GdsFile::Open(path, /*compat=*/true);
+  auto held = internal::OpenFile(path, internal::IoBackend::kPread);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  auto gf = internal::GdsFile::Open(**held, /*compat=*/true);
   ASSERT_TRUE(gf.ok()) << "cuFileHandleRegister in compat mode: "
                        << gf.status().ToString();
   void* dev = nullptr;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace weightlift::internal::testing {
@@ -20,6 +21,9 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string File(const std::string& name) const { return path_ + "/" + name; }
+  std::string operator/(std::string_view name) const {
+    return path_ + "/" + std::string(name);
+  }
 
  private:
   std::string path_;

@@ -1,4 +1,4 @@
-#include "io/raw_read.h"
+#include "env/raw_read.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "io/backends.h"
-#include "io/io_util.h"
+#include "env/backends.h"
+#include "env/io_util.h"
 #include "util/clock.h"
 
 #if defined(WL_HAVE_URING)

@@ -1,4 +1,4 @@
-#include "io/io_util.h"
+#include "env/io_util.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "io/fault_file.h"
+#include "env/fault_file.h"
 
 namespace weightlift::internal {
 
@@ -69,6 +69,27 @@ Status PreadFully(int fd, const std::string& path, size_t alignment,
                              DescribeRange(path, offset, need) + ", got " +
                              std::to_string(done) + " bytes");
     }
+  }
+  return Status::OK();
+}
+
+Status WriteFully(int fd, const std::string& path, uint64_t offset,
+                  std::span<const std::byte> data) {
+  uint64_t done = 0;
+  while (done < data.size()) {
+    const uint64_t want =
+        std::min<uint64_t>(data.size() - done, kMaxBytesPerSyscall);
+    const ssize_t w = ::pwrite(fd, data.data() + done, want,
+                               static_cast<off_t>(offset + done));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      return Status::IoErrorFromErrno(
+          "write failed at offset " + std::to_string(offset + done) + ": " +
+              DescribeRange(path, offset, data.size()),
+          err);
+    }
+    done += static_cast<uint64_t>(w);
   }
   return Status::OK();
 }

@@ -14,13 +14,14 @@
 #include <thread>
 #include <vector>
 
+#include "env/backends.h"
+#include "env/env.h"
+#include "env/fault_file.h"
+#include "env/file.h"
+#include "env/memory_file.h"
+#include "env/testing/temp_dir.h"
 #include "exec/executor.h"
 #include "exec/thread_pool.h"
-#include "io/backends.h"
-#include "io/fault_file.h"
-#include "io/file.h"
-#include "io/memory_file.h"
-#include "io/testing/temp_dir.h"
 #include "plan/plan.h"
 
 namespace weightlift::internal {

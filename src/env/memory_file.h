@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/file.h"
+#include "env/file.h"
 
 namespace weightlift::internal {
 
@@ -22,21 +22,32 @@ class MemoryFile final : public File {
              size_t alignment = 1);
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
-  uint64_t size() const override { return size_; }
+  // The identity with the size Truncate left visible.
+  StatusOr<FileIdentity> Stat() const override;
+  // A MemoryFile over the same bytes (shared, not copied) for every
+  // backend; the alignment stays.
+  StatusOr<std::unique_ptr<File>> Reopen(
+      IoBackend backend, const IoOptions& options) const override;
   const std::string& path() const override { return path_; }
+  const FileIdentity& identity() const override { return identity_; }
   size_t alignment() const override { return alignment_; }
   std::string_view backend_name() const override { return "memory"; }
 
   // Simulates the file shrinking after open: reads past NEW_SIZE fail with
-  // IoError. size() keeps reporting the size at construction.
-  void Truncate(uint64_t new_size) { visible_.store(new_size); }
+  // IoError and Stat() reports NEW_SIZE; identity() keeps the size at
+  // construction.
+  void Truncate(uint64_t new_size) { visible_->store(new_size); }
 
  private:
+  MemoryFile(std::string path,
+             std::shared_ptr<const std::vector<std::byte>> bytes,
+             size_t alignment, std::shared_ptr<std::atomic<uint64_t>> visible);
+
   std::string path_;
-  std::vector<std::byte> bytes_;
-  uint64_t size_;
+  std::shared_ptr<const std::vector<std::byte>> bytes_;
+  FileIdentity identity_;
   size_t alignment_;
-  std::atomic<uint64_t> visible_;
+  std::shared_ptr<std::atomic<uint64_t>> visible_;
 };
 
 }  // namespace weightlift::internal

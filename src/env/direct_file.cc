@@ -6,35 +6,27 @@
 
 #include <algorithm>
 
-#include "io/backends.h"
-#include "io/io_util.h"
+#include "env/backends.h"
 
 namespace weightlift::internal {
 namespace {
 
-class DirectFile final : public File {
+class DirectFile final : public PosixFile {
  public:
-  DirectFile(std::string path, UniqueFd fd, uint64_t size, size_t alignment,
+  DirectFile(PosixHandle h, size_t alignment,
              std::shared_ptr<FaultInjector> faults)
-      : path_(std::move(path)),
-        fd_(std::move(fd)),
-        size_(size),
+      : PosixFile(std::move(h)),
         alignment_(alignment),
         faults_(std::move(faults)) {}
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override {
-    WL_RETURN_IF_ERROR(CheckReadArgs(path_, size_, alignment_, offset, dst));
-    return PreadFully(fd_.get(), path_, alignment_, offset, dst, faults_.get());
+    WL_RETURN_IF_ERROR(CheckReadArgs(path(), size(), alignment_, offset, dst));
+    return PreadFully(fd(), path(), alignment_, offset, dst, faults_.get());
   }
-  uint64_t size() const override { return size_; }
-  const std::string& path() const override { return path_; }
   size_t alignment() const override { return alignment_; }
   std::string_view backend_name() const override { return "direct"; }
 
  private:
-  std::string path_;
-  UniqueFd fd_;
-  uint64_t size_;
   size_t alignment_;
   std::shared_ptr<FaultInjector> faults_;
 };
@@ -57,18 +49,16 @@ size_t DirectIoAlignment(int fd) {
   return align;
 }
 
-StatusOr<std::unique_ptr<File>> OpenDirectFile(const std::string& path,
+StatusOr<std::unique_ptr<File>> MakeDirectFile(PosixHandle h,
                                                const IoOptions& options) {
-  WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, O_DIRECT, "direct"));
-  WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd.get(), path));
-  const size_t align = DirectIoAlignment(fd.get());
+  const size_t align = DirectIoAlignment(h.fd.get());
   if (align == 0) {
-    return Status::Unsupported("direct: '" + path +
+    return Status::Unsupported("direct: '" + h.path +
                                "': the file system reports no O_DIRECT "
                                "support (statx STATX_DIOALIGN)");
   }
   return std::unique_ptr<File>(
-      new DirectFile(path, std::move(fd), size, align, options.faults));
+      new DirectFile(std::move(h), align, options.faults));
 }
 
 }  // namespace weightlift::internal

@@ -38,6 +38,11 @@ Status PreadFully(int fd, const std::string& path, size_t alignment,
                   uint64_t offset, std::span<std::byte> dst,
                   FaultInjector* faults);
 
+// Writes all of DATA to FD at OFFSET with pwrite, looping over EINTR and
+// short writes, at most 1 GiB per call. Errors name PATH, offset, length.
+Status WriteFully(int fd, const std::string& path, uint64_t offset,
+                  std::span<const std::byte> data);
+
 // The size of an open fd, or an IoError naming PATH.
 StatusOr<uint64_t> FdSize(int fd, const std::string& path);
 

@@ -1,31 +1,34 @@
-#include "io/page_cache.h"
+#include "env/page_cache.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <vector>
 
-#include "io/io_util.h"
+#include "env/env.h"
+#include "env/io_util.h"
 
 namespace weightlift::internal {
 
-StatusOr<Residency> SampleResidencyFd(int fd, const std::string& path,
-                                      const ResidencyOptions& options) {
-  WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd, path));
+StatusOr<Residency> SampleResidency(const File& file,
+                                    const ResidencyOptions& options) {
+  const std::string& path = file.path();
+  WL_ASSIGN_OR_RETURN(FileIdentity now, file.Stat());
+  const uint64_t size = now.size;
   Residency r;
   if (size == 0) {
     r.fraction = 1;
     return r;
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  void* base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) {
-    return Status::IoErrorFromErrno(
-        "residency: cannot map '" + path + "' for mincore", errno);
-  }
+  // Mapping touches no page; mincore then asks the kernel which are cached.
+  StatusOr<Mapping> mapped = file.Map(0, size, MapAccess::kReadShared);
+  if (!mapped.ok()) return mapped.status().WithContext("residency");
+  std::byte* base = mapped->data();
   const uint64_t pages = (size + page - 1) / page;
   const int windows = std::max(1, options.windows);
   const uint64_t window_pages =
@@ -34,8 +37,7 @@ StatusOr<Residency> SampleResidencyFd(int fd, const std::string& path,
   Status status;
   auto count = [&](uint64_t first, uint64_t n) {
     vec.resize(n);
-    if (::mincore(static_cast<char*>(base) + first * page, n * page,
-                  vec.data()) != 0) {
+    if (::mincore(base + first * page, n * page, vec.data()) != 0) {
       status = Status::IoErrorFromErrno(
           "residency: mincore failed for '" + path + "'", errno);
       return;
@@ -59,7 +61,6 @@ StatusOr<Residency> SampleResidencyFd(int fd, const std::string& path,
     }
     r.windows = windows;
   }
-  ::munmap(base, size);
   WL_RETURN_IF_ERROR(status);
   r.fraction = r.sampled_pages == 0 ? 1.0
                                     : static_cast<double>(r.resident_pages) /
@@ -69,8 +70,18 @@ StatusOr<Residency> SampleResidencyFd(int fd, const std::string& path,
 
 StatusOr<Residency> SampleResidency(const std::string& path,
                                     const ResidencyOptions& options) {
-  WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, 0, "residency"));
-  return SampleResidencyFd(fd.get(), path, options);
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
+                      Env::Default()->OpenForRead(path, IoBackend::kPread));
+  return SampleResidency(*f, options);
+}
+
+bool OnMemoryFileSystem(const File& file) {
+  struct statfs s;
+  if (file.native_fd() < 0 || ::fstatfs(file.native_fd(), &s) != 0) {
+    return false;
+  }
+  return s.f_type == 0x01021994 /*TMPFS_MAGIC*/ ||
+         s.f_type == static_cast<decltype(s.f_type)>(0x858458f6) /*RAMFS*/;
 }
 
 Status EvictFromPageCache(const std::string& path) {

@@ -1,4 +1,4 @@
-#include "io/testing/temp_dir.h"
+#include "env/testing/temp_dir.h"
 
 #include <unistd.h>
 

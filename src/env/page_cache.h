@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "env/file.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -22,14 +23,19 @@ struct ResidencyOptions {
   uint64_t window_bytes = 256u << 10;  // pages checked per window
 };
 
-// Samples FD's residency: mincore over WINDOWS windows of WINDOW_BYTES spread
-// over the file (the whole file when it is smaller than that). Maps the file
-// without touching its pages, so it costs microseconds even for 10 GB.
-// An empty file reports fraction 1 (nothing to read).
-StatusOr<Residency> SampleResidencyFd(int fd, const std::string& path,
-                                      const ResidencyOptions& options = {});
+// Samples FILE's residency: mincore over WINDOWS windows of WINDOW_BYTES
+// spread over the file (the whole file when it is smaller than that). Maps
+// the file without touching its pages, so it costs microseconds even for
+// 10 GB. An empty file reports fraction 1 (nothing to read). Unsupported
+// when FILE cannot be mapped (object storage): residency unknown.
+StatusOr<Residency> SampleResidency(const File& file,
+                                    const ResidencyOptions& options = {});
 StatusOr<Residency> SampleResidency(const std::string& path,
                                     const ResidencyOptions& options = {});
+
+// True when FILE lives on tmpfs or ramfs (fstatfs): always resident, so
+// residency sampling is moot. False when unknown (no descriptor).
+bool OnMemoryFileSystem(const File& file);
 
 // Drops PATH's clean pages from the page cache (fdatasync first so dirty
 // pages become droppable). Advisory: the kernel may keep pages that are

@@ -1,11 +1,11 @@
-#include "io/fault_file.h"
+#include "env/fault_file.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
-#include "io/io_util.h"
+#include "env/io_util.h"
 
 namespace weightlift::internal {
 
@@ -65,6 +65,7 @@ int FaultInjector::FilterSubmit(int real) {
 
 Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
   const uint64_t n = reads_.fetch_add(1);
+  if (faults_.before_read) faults_.before_read(n);
   const uint64_t len = dst.size();
   if (n == faults_.fail_read_number ||
       (faults_.eio_offset != FileFaults::kNever &&
@@ -80,12 +81,20 @@ Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
   return inner_->ReadAt(offset, dst);
 }
 
+StatusOr<std::unique_ptr<File>> FaultInjectingFile::Reopen(
+    IoBackend backend, const IoOptions& options) const {
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<File> inner,
+                      inner_->Reopen(backend, options));
+  return std::unique_ptr<File>(
+      new FaultInjectingFile(std::move(inner), faults_));
+}
+
 StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
                                                  IoBackend backend,
                                                  const FaultSpec& spec) {
   IoOptions io;
   io.faults = std::make_shared<FaultInjector>(spec);
-  return OpenFile(f.path(), backend, io);
+  return f.Reopen(backend, io);
 }
 
 std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>

@@ -1,4 +1,4 @@
-#include "io/page_cache.h"
+#include "env/page_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "io/file.h"
-#include "io/raw_read.h"
-#include "io/testing/temp_dir.h"
+#include "env/env.h"
+#include "env/file.h"
+#include "env/raw_read.h"
+#include "env/testing/temp_dir.h"
 
 namespace weightlift::internal {
 namespace {

@@ -18,7 +18,7 @@
 #include <limits>
 #include <memory>
 
-#include "io/file.h"
+#include "env/file.h"
 
 namespace weightlift::internal {
 
@@ -102,21 +102,36 @@ struct FileFaults {
   uint64_t eio_offset = kNever;   // a ReadAt covering this byte fails (EIO)
   uint64_t truncate_at = kNever;  // a ReadAt reaching past this ends early
   uint64_t fail_read_number = kNever;  // the Nth ReadAt (0-based) fails (EIO)
+  // Called before the Nth ReadAt (0-based) with N, before any fault above:
+  // lets a test change the real file under a load at a known point
+  // (truncate it, rename another file over it). Must be thread-safe.
+  std::function<void(uint64_t)> before_read;
 };
 
-// Wraps INNER; size(), path(), alignment() and backend_name() are INNER's.
+// Wraps any File (every backend, memory, object storage). size(), path(),
+// identity(), Stat(), alignment() and backend_name() are INNER's; Reopen
+// wraps INNER's view in the same faults (so faults survive a loader's choice
+// of backend); Map is INNER's (a mapping has no reads to fail).
 class FaultInjectingFile final : public File {
  public:
   FaultInjectingFile(std::unique_ptr<File> inner, const FileFaults& faults)
       : inner_(std::move(inner)), faults_(faults) {}
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
-  uint64_t size() const override { return inner_->size(); }
+  StatusOr<FileIdentity> Stat() const override { return inner_->Stat(); }
+  StatusOr<std::unique_ptr<File>> Reopen(
+      IoBackend backend, const IoOptions& options) const override;
+  StatusOr<Mapping> Map(uint64_t offset, uint64_t length,
+                        MapAccess access) const override {
+    return inner_->Map(offset, length, access);
+  }
   const std::string& path() const override { return inner_->path(); }
+  const FileIdentity& identity() const override { return inner_->identity(); }
   size_t alignment() const override { return inner_->alignment(); }
   std::string_view backend_name() const override {
     return inner_->backend_name();
   }
+  int native_fd() const override { return inner_->native_fd(); }
   std::string Degraded() const override { return inner_->Degraded(); }
   uint64_t registered_buffer_reads() const override {
     return inner_->registered_buffer_reads();
@@ -129,10 +144,10 @@ class FaultInjectingFile final : public File {
   std::atomic<uint64_t> reads_{0};
 };
 
-// Tests: opens F's path again with BACKEND and SPEC's faults injected below
-// the backend (refused io_uring rings, EINTR, short reads), for loader
-// tests that can only wrap files already opened. The open's error if the
-// backend cannot serve the file.
+// Tests: F's open file again (File::Reopen) with BACKEND and SPEC's faults
+// injected below the backend (refused io_uring rings, EINTR, short reads),
+// for loader tests that can only wrap files already opened. The open's error if
+// the backend cannot serve the file.
 StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
                                                  IoBackend backend,
                                                  const FaultSpec& spec);

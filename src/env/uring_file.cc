@@ -19,9 +19,9 @@
 #include <mutex>
 #include <vector>
 
-#include "io/backends.h"
-#include "io/fault_file.h"
-#include "io/io_util.h"
+#include "env/backends.h"
+#include "env/fault_file.h"
+#include "env/io_util.h"
 #include "util/errno_text.h"
 
 #if defined(WL_HAVE_URING)
@@ -40,9 +40,8 @@ bool UringCompiledIn() {
 
 #if !defined(WL_HAVE_URING)
 
-StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
-                                              const IoOptions&) {
-  return Status::Unsupported("uring: '" + path +
+StatusOr<std::unique_ptr<File>> MakeUringFile(PosixHandle h, const IoOptions&) {
+  return Status::Unsupported("uring: '" + h.path +
                              "': this build has no io_uring support "
                              "(liburing not found at build time)");
 }
@@ -133,14 +132,11 @@ std::vector<iovec> RegistrationIovecs(
   return out;
 }
 
-class UringFile final : public File {
+class UringFile final : public PosixFile {
  public:
-  // Makes no ring: OpenUringFile makes the first with MakeRing.
-  UringFile(std::string path, UniqueFd fd, uint64_t size, size_t alignment,
-            const IoOptions& options)
-      : path_(std::move(path)),
-        fd_(std::move(fd)),
-        size_(size),
+  // Makes no ring: MakeUringFile makes the first with MakeRing.
+  UringFile(PosixHandle h, size_t alignment, const IoOptions& options)
+      : PosixFile(std::move(h)),
         alignment_(alignment),
         depth_(static_cast<unsigned>(
             std::clamp(options.queue_depth, 1, kMaxDepth))),
@@ -157,8 +153,6 @@ class UringFile final : public File {
                      : std::make_shared<std::atomic<int>>(0)) {}
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
-  uint64_t size() const override { return size_; }
-  const std::string& path() const override { return path_; }
   size_t alignment() const override { return alignment_; }
   std::string_view backend_name() const override { return "uring"; }
   std::string Degraded() const override {
@@ -190,7 +184,7 @@ class UringFile final : public File {
     const int earlier = refused_->load(std::memory_order_relaxed);
     int register_errno = 0;
     StatusOr<std::unique_ptr<Ring>> r = Ring::Create(
-        fd_.get(), depth_, path_, faults_.get(), later,
+        fd(), depth_, path(), faults_.get(), later,
         earlier != 0 ? std::vector<iovec>{} : buffers_, &register_errno);
     if (r.ok()) NoteRegistration(earlier != 0 ? earlier : register_errno);
     return r;
@@ -233,9 +227,6 @@ class UringFile final : public File {
   Status RunPieces(Ring& ring, uint64_t offset, std::span<std::byte> dst,
                    bool* ring_broken);
 
-  std::string path_;
-  UniqueFd fd_;
-  uint64_t size_;
   size_t alignment_;
   unsigned depth_;
   uint64_t piece_;
@@ -255,7 +246,7 @@ class UringFile final : public File {
 };
 
 Status UringFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
-  WL_RETURN_IF_ERROR(CheckReadArgs(path_, size_, alignment_, offset, dst));
+  WL_RETURN_IF_ERROR(CheckReadArgs(path(), size(), alignment_, offset, dst));
   if (dst.empty()) return Status::OK();
   StatusOr<std::unique_ptr<Ring>> acquired = Acquire();
   if (!acquired.ok()) {
@@ -266,7 +257,7 @@ Status UringFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
       std::lock_guard<std::mutex> lock(mu_);
       if (fallback_reads_++ == 0) ring_refusal_ = acquired.status().message();
     }
-    return PreadFully(fd_.get(), path_, alignment_, offset, dst, faults_.get());
+    return PreadFully(fd(), path(), alignment_, offset, dst, faults_.get());
   }
   std::unique_ptr<Ring> ring = std::move(acquired).value();
   bool broken = false;
@@ -340,7 +331,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
       if (first_error.ok()) {
         first_error =
             Status::IoErrorFromErrno("io_uring_submit_and_wait failed: " +
-                                         DescribeRange(path_, offset, need),
+                                         DescribeRange(path(), offset, need),
                                      -rc);
       }
       if (++hard_errors >= kMaxHardSubmitErrors) {
@@ -369,7 +360,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
         first_error = Status::IoErrorFromErrno(
             "io_uring read failed at offset " +
                 std::to_string(offset + pc.start + pc.done) + ": " +
-                DescribeRange(path_, offset, need),
+                DescribeRange(path(), offset, need),
             static_cast<int>(-res));
         continue;
       }
@@ -379,7 +370,7 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
         // O_DIRECT comes back short and unaligned only at end of file.
         first_error = Status::IoError(
             "file ended early (truncated?): " +
-            DescribeRange(path_, offset, need) + ", piece at offset " +
+            DescribeRange(path(), offset, need) + ", piece at offset " +
             std::to_string(offset + pc.start) + " got " +
             std::to_string(pc.done) + " of " + std::to_string(pc.required) +
             " bytes");
@@ -395,18 +386,15 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
 
 }  // namespace
 
-StatusOr<std::unique_ptr<File>> OpenUringFile(const std::string& path,
+StatusOr<std::unique_ptr<File>> MakeUringFile(PosixHandle h,
                                               const IoOptions& options) {
-  WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, O_DIRECT, "uring"));
-  WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd.get(), path));
-  const size_t align = DirectIoAlignment(fd.get());
+  const size_t align = DirectIoAlignment(h.fd.get());
   if (align == 0) {
-    return Status::Unsupported("uring: '" + path +
+    return Status::Unsupported("uring: '" + h.path +
                                "': the file system reports no O_DIRECT "
                                "support (statx STATX_DIOALIGN)");
   }
-  auto file =
-      std::make_unique<UringFile>(path, std::move(fd), size, align, options);
+  auto file = std::make_unique<UringFile>(std::move(h), align, options);
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).
   WL_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring,
