@@ -25,7 +25,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
 
 .PHONY: all deps deps-apt deps-python deps-carry build python-path demo \
   test test-cpp test-python skip-report fuzz format-check format bench \
-  microbench clean test-vllm
+  microbench clean test-vllm test-sanitize test-asan test-tsan
 
 all: build
 
@@ -120,6 +120,34 @@ test-vllm: deps-apt $(VLLM_VENV)/.stamp
 	  --no-build-isolation --no-deps -C build-dir=$(CURDIR)/$(BUILD)-vllm-wheel . \
 	  && $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm'
 
+# The unit tests (ctest label `unit`; no GPU, no Python) again under
+# ASan+UBSan and under TSan, each in its own build folder with only the
+# unit-test binaries (no CLI, bench, Python; CUDA off). Any report fails the
+# run (halt_on_error; UBSan does not recover).
+SANITIZE_JOBS ?= $(JOBS)
+UNIT_TARGETS := util_tests format_tests io_tests plan_tests exec_tests cuda_tests
+SANITIZE_CMAKE := -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DWL_BUILD_TOOLS=OFF -DWL_BUILD_BENCH=OFF -DWL_BUILD_PYTHON=OFF -DWL_CUDA=OFF
+
+test-sanitize: test-asan test-tsan
+
+test-asan:
+	cmake -S . -B build-asan $(SANITIZE_CMAKE) \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+	cmake --build build-asan -j $(SANITIZE_JOBS) --target $(UNIT_TARGETS)
+	cd build-asan && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest -L unit --output-on-failure -j $(JOBS) --timeout 900
+
+test-tsan:
+	cmake -S . -B build-tsan $(SANITIZE_CMAKE) \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+	cmake --build build-tsan -j $(SANITIZE_JOBS) --target $(UNIT_TARGETS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest -L unit --output-on-failure -j $(JOBS) --timeout 900
+
 bench: build
 	@[ -f $(BENCH_DIR)/model.safetensors.index.json ] || \
 	  ./$(BUILD)/weightlift synth --layout $(BENCH_LAYOUT) --shards 2 $(BENCH_DIR)
@@ -130,4 +158,4 @@ microbench: build
 	./$(BUILD)/bench/micro_bench
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-asan build-tsan

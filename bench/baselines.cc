@@ -14,9 +14,9 @@
 #include <optional>
 #include <utility>
 
-#include "io/io_util.h"
-#include "io/page_cache.h"
-#include "io/raw_read.h"
+#include "env/io_util.h"
+#include "env/page_cache.h"
+#include "env/raw_read.h"
 #include "util/clock.h"
 #include "util/errno_text.h"
 

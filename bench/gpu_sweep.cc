@@ -25,8 +25,8 @@
 
 #include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
-#include "io/page_cache.h"
-#include "io/raw_read.h"
+#include "env/page_cache.h"
+#include "env/raw_read.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "env/page_cache.h"
+#include "env/raw_read.h"
 #include "exec/host_loader.h"
 #include "format/writer.h"
-#include "io/page_cache.h"
-#include "io/raw_read.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
 

@@ -17,6 +17,11 @@
 
 namespace weightlift {
 
+namespace internal {
+class File;
+struct HeldFiles;
+}  // namespace internal
+
 struct TensorInfo {
   std::string name;
   DType dtype;
@@ -48,7 +53,11 @@ class Checkpoint {
  public:
   // PATH may be: a .safetensors file; a model.safetensors.index.json; or a
   // directory holding either an index (used when present) or exactly the
-  // *.safetensors files to load (then every one of them is loaded).
+  // *.safetensors files to load (then every one of them is loaded). A
+  // location of a registered scheme ("s3://...") is read through its
+  // storage. Every file stays open (shared by copies of the Checkpoint)
+  // until the last copy goes, and loads read those open files: a file
+  // changed or replaced after Open is an error, never a mix of two files.
   static StatusOr<Checkpoint> Open(const std::string& path);
 
   // Builds a checkpoint from already-parsed parts (tests, the writer).
@@ -75,6 +84,11 @@ class Checkpoint {
   std::map<std::string, uint32_t, std::less<>> by_name_;
   std::string index_path_;
   uint64_t total_bytes_ = 0;
+  // The files Open read the headers from, held open for loads (one per
+  // files(), or empty for a checkpoint built by hand). See
+  // src/format/held_files.h.
+  friend struct internal::HeldFiles;
+  std::vector<std::shared_ptr<internal::File>> open_files_;
 };
 
 }  // namespace weightlift

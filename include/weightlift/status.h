@@ -89,9 +89,14 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(Status status) : v_(std::move(status)) {  // NOLINT: implicit
-    assert(!std::get<Status>(v_).ok() && "StatusOr built from OK status");
-  }
+  // STATUS must be an error. An OK status here is a bug in the caller; it
+  // becomes an Internal error (in every build, not only with asserts on),
+  // so no caller ever sees ok() without a value.
+  StatusOr(Status status)  // NOLINT: implicit
+      : v_(status.ok()
+               ? Status::Internal("StatusOr built from an OK status (a bug: no "
+                                  "value was given)")
+               : std::move(status)) {}
   StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit
 
   bool ok() const { return std::holds_alternative<T>(v_); }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "io/io_util.h"
+#include "env/io_util.h"
 
 namespace weightlift::internal {
 namespace {

@@ -192,6 +192,7 @@ Status CudaLoader::Run(Job& job, LoadReport* report) {
   AppendFileNotes(opened, &notes);
   report->transfer_seconds = SecondsSince(t_xfer);
   if (job.failed) return job.first_error();
+  WL_RETURN_IF_ERROR(CheckFilesUnchanged(ckpt, job.tensors, opened));
   job.progress.Finish();
   report->bytes = job.progress.delivered();
   return Status::OK();

@@ -1,8 +1,5 @@
 #include "cuda/gds_path.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -13,22 +10,26 @@
 
 namespace weightlift::internal {
 
-StatusOr<GdsFile> GdsFile::Open(const std::string& path) {
+StatusOr<GdsFile> GdsFile::Open(const File& file) {
   WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get());
   GdsFile f;
-  f.fd_ = open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (f.fd_ < 0) {
-    int e = errno;
-    return Status::IoErrorFromErrno(path + ": open O_DIRECT for GDS", e);
+  // cuFile wants an O_DIRECT descriptor of the very file the load holds.
+  StatusOr<std::unique_ptr<File>> direct = file.Reopen(IoBackend::kDirect, {});
+  if (!direct.ok()) return direct.status().WithContext("GDS");
+  if ((*direct)->native_fd() < 0) {
+    return Status::Unsupported("GDS: file '" + file.path() +
+                               "' has no POSIX descriptor");
   }
-  WL_ASSIGN_OR_RETURN(f.handle_, lib->RegisterFile(f.fd_, path));
+  f.direct_ = std::move(*direct);
+  WL_ASSIGN_OR_RETURN(f.handle_,
+                      lib->RegisterFile(f.direct_->native_fd(), file.path()));
   return f;
 }
 
 GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
   if (this != &o) {
     Reset();
-    fd_ = std::exchange(o.fd_, -1);
+    direct_ = std::move(o.direct_);
     handle_ = std::exchange(o.handle_, nullptr);
   }
   return *this;
@@ -39,8 +40,7 @@ void GdsFile::Reset() {
     if (auto lib = CuFileLib::Get(); lib.ok()) (*lib)->DeregisterFile(handle_);
     handle_ = nullptr;
   }
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  direct_.reset();
 }
 
 uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes) {

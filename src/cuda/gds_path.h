@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "cuda/cufile_lib.h"
 #include "cuda/load_job.h"
+#include "env/file.h"
 #include "exec/thread_pool.h"
 #include "weightlift/status.h"
 
@@ -20,9 +22,11 @@ namespace weightlift::internal {
 class GdsFile {
  public:
   GdsFile() = default;
-  // Unsupported/IoError naming why cuFile cannot take PATH (library or
-  // driver missing, O_DIRECT refused, cuFileHandleRegister error).
-  static StatusOr<GdsFile> Open(const std::string& path);
+  // FILE's open file again with O_DIRECT (File::Reopen, so the very file
+  // the load holds), registered with cuFile. Unsupported/IoError naming why
+  // cuFile cannot take it (library or driver missing, O_DIRECT refused,
+  // cuFileHandleRegister error).
+  static StatusOr<GdsFile> Open(const File& file);
   GdsFile(GdsFile&& o) noexcept { *this = std::move(o); }
   GdsFile& operator=(GdsFile&& o) noexcept;
   ~GdsFile() { Reset(); }
@@ -30,7 +34,7 @@ class GdsFile {
 
  private:
   void Reset();
-  int fd_ = -1;
+  std::unique_ptr<File> direct_;  // the O_DIRECT view cuFile reads
   CuFileHandle handle_ = nullptr;
 };
 

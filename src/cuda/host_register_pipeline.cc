@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cuda/cuda_config.h"
-#include "io/io_util.h"
+#include "env/io_util.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -35,7 +35,7 @@ HostRegisterSupport QueryHostRegisterSupport(int device) {
 }
 
 void HostRegisterPipeline::Run(Job& job, const Plan& plan,
-                               std::span<const FileMapping* const> mappings,
+                               std::span<const Mapping* const> mappings,
                                std::span<const cudaStream_t> streams,
                                int device, ThreadPool& pool) {
   if (plan.chunks.empty()) return;

@@ -1,5 +1,5 @@
 // The host-register path: zero-copy from the page cache. Each file is
-// mmap'ed (file_mapping.h); a piece is populated and cudaHostRegister'ed
+// mapped (File::Map); a piece is populated and cudaHostRegister'ed
 // read-only, the copies go straight from the mapping, and the piece is
 // unregistered once its event completed. Each worker keeps two pieces in
 // flight, so registering piece i+1 overlaps copying piece i.
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "cuda/cuda_util.h"
-#include "cuda/file_mapping.h"
 #include "cuda/load_job.h"
+#include "env/mapping.h"
 #include "exec/thread_pool.h"
 #include "plan/plan.h"
 
@@ -36,8 +36,7 @@ class HostRegisterPipeline {
   // on min(pool.size(), chunks) workers; worker w copies on
   // STREAMS[w % STREAMS.size()]. Every piece is unregistered again when Run
   // returns. Errors go to job.Fail.
-  void Run(Job& job, const Plan& plan,
-           std::span<const FileMapping* const> mappings,
+  void Run(Job& job, const Plan& plan, std::span<const Mapping* const> mappings,
            std::span<const cudaStream_t> streams, int device, ThreadPool& pool);
 
  private:

@@ -1,34 +1,23 @@
 #include "cuda/path_choice.h"
 
-#include <sys/vfs.h>
-
 #include <string>
 #include <utility>
 
 #include "cuda/cufile_lib.h"
-#include "io/page_cache.h"
+#include "env/page_cache.h"
 #include "util/percent.h"
 
 namespace weightlift::internal {
 namespace {
 
-// auto: which path serves page-cache-resident files. false = pinned staging,
-// true = host-register. Set from the H200 sweep (bench/gpu_run.sh prints the
-// comparison); the reason string quotes it.
-constexpr bool kAutoHostRegisterForResident = false;
-// H200 sweep (13.5 GB Llama-2-7B on tmpfs): staging 51.0 GB/s (4 MiB x 16
-// threads x 2 slots), host-register at most 13.5 GB/s (64-256 MiB pieces,
-// 8-16 threads): registration, not the copy, is the limit there.
+// auto serves page-cache-resident files through pinned staging, not
+// host-register (bench/gpu_run.sh prints the comparison). H200 sweep (13.5 GB
+// Llama-2-7B on tmpfs): staging 51.0 GB/s (4 MiB x 16 threads x 2 slots),
+// host-register at most 13.5 GB/s (64-256 MiB pieces, 8-16 threads):
+// registration, not the copy, is the limit there.
 constexpr const char* kAutoChoiceWhy =
     "auto prefers pinned staging for resident files (H200: 51 GB/s vs 13.5 "
     "GB/s for host-register)";
-
-bool IsRamFs(const std::string& path) {
-  struct statfs s;
-  if (statfs(path.c_str(), &s) != 0) return false;
-  return s.f_type == 0x01021994 /*TMPFS_MAGIC*/ ||
-         s.f_type == static_cast<decltype(s.f_type)>(0x858458f6) /*RAMFS*/;
-}
 
 }  // namespace
 
@@ -47,10 +36,10 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     fp.file = opened[i].file.get();
     FileReport fr = opened[i].report;
     if (fr.path.empty()) fr.path = fi.path;
-    bool ramfs = IsRamFs(fi.open_path());
+    bool ramfs = OnMemoryFileSystem(*fp.file);
     double frac = opened[i].resident_fraction;
     if (frac < 0 && !ramfs) {  // backend named explicitly: not sampled yet
-      if (auto r = SampleResidency(fi.path); r.ok()) frac = r->fraction;
+      if (auto r = SampleResidency(*fp.file); r.ok()) frac = r->fraction;
     }
     bool resident = ramfs || frac >= options.resident_threshold;
     std::string residency =
@@ -79,7 +68,7 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       try_gds = true;
     }
     if (try_gds) {
-      auto gds = GdsFile::Open(fi.path);
+      auto gds = GdsFile::Open(*fp.file);
       if (gds.ok()) {
         fp.gds = std::move(gds).value();
         fp.path = TransferPath::kGds;
@@ -107,11 +96,11 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       } else if (!host_register.ok) {
         hr_why = "host-register unavailable: " + host_register.why;
       } else {
-        hr = kAutoHostRegisterForResident;
         hr_why = kAutoChoiceWhy;
       }
       if (hr) {
-        WL_ASSIGN_OR_RETURN(fp.mapping, FileMapping::Map(fi.path, fi.size));
+        WL_ASSIGN_OR_RETURN(fp.mapping, fp.file->Map(0, fp.file->size(),
+                                                     MapAccess::kReadShared));
         fp.path = TransferPath::kHostRegister;
         fr.path_taken = "host-register";
         fr.reason = residency + "; " + hr_why + "; " + gds_why;

@@ -11,11 +11,10 @@
 #include <memory>
 #include <vector>
 
-#include "cuda/file_mapping.h"
 #include "cuda/gds_path.h"
 #include "cuda/host_register_pipeline.h"
+#include "env/file.h"
 #include "exec/open_files.h"
-#include "io/file.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/options.h"
 #include "weightlift/report.h"
@@ -30,7 +29,7 @@ struct FileChoice {
   bool needed = false;
   TransferPath path = TransferPath::kStaging;
   File* file = nullptr;   // staging reads (owned by the OpenedFile)
-  FileMapping mapping;    // host-register
+  Mapping mapping;        // host-register (the whole file)
   GdsFile gds;            // gds
   int report_index = -1;  // into LoadReport::files; -1 when not needed
 };

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "io/io_util.h"
+#include "env/io_util.h"
 
 namespace weightlift::internal {
 

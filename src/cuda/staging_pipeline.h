@@ -15,8 +15,8 @@
 
 #include "cuda/cuda_util.h"
 #include "cuda/load_job.h"
+#include "env/file.h"
 #include "exec/thread_pool.h"
-#include "io/file.h"
 #include "plan/plan.h"
 
 namespace weightlift::internal {

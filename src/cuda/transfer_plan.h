@@ -20,7 +20,7 @@ struct TransferPlans {
   std::vector<Segment> gds;  // plain ranges, read straight to the device
   // Per checkpoint file, what each path reads from (null: not that path).
   std::vector<File*> staging_files;
-  std::vector<const FileMapping*> host_register_files;
+  std::vector<const Mapping*> host_register_files;
   std::vector<const GdsFile*> gds_files;
 };
 

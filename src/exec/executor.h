@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "env/file.h"
 #include "exec/thread_pool.h"
-#include "io/file.h"
 #include "plan/plan.h"
 #include "weightlift/status.h"
 

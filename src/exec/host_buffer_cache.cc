@@ -1,12 +1,8 @@
 #include "exec/host_buffer_cache.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <string>
-
-#include "util/errno_text.h"
 
 namespace weightlift::internal {
 namespace {
@@ -21,23 +17,23 @@ std::shared_ptr<HostBufferCache> HostBufferCache::Create(
       new HostBufferCache(limit_bytes, max_buffer_bytes));
 }
 
-HostBufferCache::~HostBufferCache() {
-  for (auto& [bytes, p] : free_) ::munmap(p, bytes);
-}
+HostBufferCache::~HostBufferCache() = default;  // unmaps what is cached
 
-std::shared_ptr<void> HostBufferCache::Own(void* p, uint64_t bytes) {
+HostBufferCache::Buffer HostBufferCache::Own(Mapping m, bool fresh) {
   std::weak_ptr<HostBufferCache> cache = weak_from_this();
-  return std::shared_ptr<void>(p, [cache, bytes](void* q) {
-    if (auto c = cache.lock()) {
-      c->Release(q, bytes);
-    } else {
-      ::munmap(q, bytes);
-    }
+  const uint64_t bytes = m.size();
+  std::byte* data = m.data();
+  // The deleter holds the mapping; std::function-like copies of it share
+  // one holder, so it is given back (or unmapped) exactly once.
+  auto holder = std::make_shared<Mapping>(std::move(m));
+  std::shared_ptr<void> memory(data, [cache, holder](void*) {
+    if (auto c = cache.lock()) c->Release(std::move(*holder));
+    // else: HOLDER unmaps when the last copy of this deleter goes.
   });
+  return Buffer{std::move(memory), bytes, fresh};
 }
 
-StatusOr<HostBufferCache::Buffer> HostBufferCache::Acquire(uint64_t bytes,
-                                                           bool huge) {
+StatusOr<HostBufferCache::Buffer> HostBufferCache::Acquire(uint64_t bytes) {
   if (bytes > UINT64_MAX - kPage) {
     return Status::ResourceExhausted("cannot allocate " +
                                      std::to_string(bytes) +
@@ -50,37 +46,28 @@ StatusOr<HostBufferCache::Buffer> HostBufferCache::Acquire(uint64_t bytes,
     // A buffer up to twice the request: reuse beats a fresh mapping, but a
     // small load must not pin a large buffer that a later load could use.
     if (it != free_.end() && it->first / 2 <= bytes) {
-      const uint64_t have = it->first;
-      void* p = it->second;
+      Mapping m = std::move(it->second);
       free_.erase(it);
-      cached_ -= have;
-      return Buffer{Own(p, have), have, /*fresh=*/false};
+      cached_ -= m.size();
+      return Own(std::move(m), /*fresh=*/false);
     }
   }
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    const int err = errno;
-    return Status::ResourceExhausted(
-        "cannot allocate " + std::to_string(bytes) +
-        " bytes of host memory for tensors: mmap: " + ErrnoText(err));
-  }
-  if (huge && bytes >= (uint64_t{2} << 20)) {
-    (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: may be refused
-  }
-  return Buffer{Own(p, bytes), bytes, /*fresh=*/true};
+  WL_ASSIGN_OR_RETURN(Mapping m,
+                      Mapping::Anonymous(bytes, "host memory for tensors"));
+  return Own(std::move(m), /*fresh=*/true);
 }
 
-void HostBufferCache::Release(void* p, uint64_t bytes) {
+void HostBufferCache::Release(Mapping m) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t bytes = m.size();
     if (bytes <= max_buffer_ && cached_ + bytes <= limit_) {
-      free_.emplace(bytes, p);
+      free_.emplace(bytes, std::move(m));
       cached_ += bytes;
       return;
     }
   }
-  ::munmap(p, bytes);
+  // Not kept: M unmaps on return, outside the lock.
 }
 
 uint64_t HostBufferCache::cached_bytes() const {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 
+#include "env/mapping.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -41,9 +42,9 @@ class HostBufferCache : public std::enable_shared_from_this<HostBufferCache> {
 
   // At least BYTES (rounded up to 4 KiB, at least one page). A cached
   // buffer is reused when one holds BYTES without wasting more than the
-  // request itself; else a new anonymous mapping (MADV_HUGEPAGE when HUGE
-  // and at least 2 MiB). ResourceExhausted naming the size and errno.
-  StatusOr<Buffer> Acquire(uint64_t bytes, bool huge = false);
+  // request itself; else a new anonymous Mapping. ResourceExhausted naming
+  // the size and errno.
+  StatusOr<Buffer> Acquire(uint64_t bytes);
 
   uint64_t cached_bytes() const;
   size_t cached_buffers() const;
@@ -51,13 +52,14 @@ class HostBufferCache : public std::enable_shared_from_this<HostBufferCache> {
  private:
   HostBufferCache(uint64_t limit_bytes, uint64_t max_buffer_bytes)
       : limit_(limit_bytes), max_buffer_(max_buffer_bytes) {}
-  void Release(void* p, uint64_t bytes);
-  std::shared_ptr<void> Own(void* p, uint64_t bytes);
+  void Release(Mapping m);
+  // A Buffer over M that gives M back here when its last owner goes.
+  Buffer Own(Mapping m, bool fresh);
 
   const uint64_t limit_;
   const uint64_t max_buffer_;
   mutable std::mutex mu_;
-  std::multimap<uint64_t, void*> free_;  // bytes -> mapping
+  std::multimap<uint64_t, Mapping> free_;  // bytes -> mapping
   uint64_t cached_ = 0;
 };
 

@@ -47,13 +47,13 @@ namespace {
 constexpr uint64_t kTensorAlign = 64;
 constexpr uint64_t kPageAlign = 4096;
 constexpr int kMinColdThreads = 4;
-// Load() destinations stay on 4 KiB pages. On the development VM the first
-// touch of fresh huge pages costs 0.4-0.6 GB/s of CPU (the hypervisor backs
-// each 2 MiB page on demand) against about 3 GB/s for 4 KiB pages, and only
-// huge pages recycled within the same process are fast (about 20 GB/s).
-// Measured: warm Load() of 3.24 GB: 3.4-3.9 GB/s on 4 KiB pages, 0.8-2.4
-// GB/s with MADV_HUGEPAGE (bench/results/host-2core-vm.md).
-constexpr bool kHugeDestinations = false;
+// Load() destinations stay on 4 KiB pages (no MADV_HUGEPAGE). On the
+// development VM the first touch of fresh huge pages costs 0.4-0.6 GB/s of
+// CPU (the hypervisor backs each 2 MiB page on demand) against about 3 GB/s
+// for 4 KiB pages, and only huge pages recycled within the same process are
+// fast (about 20 GB/s). Measured: warm Load() of 3.24 GB: 3.4-3.9 GB/s on
+// 4 KiB pages, 0.8-2.4 GB/s with MADV_HUGEPAGE
+// (bench/results/host-2core-vm.md).
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -220,7 +220,11 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     if (opened[i].file) {
       files[i] = opened[i].file.get();
       plan_files[i].alignment = opened[i].file->alignment();
-      any_direct = any_direct || plan_files[i].alignment > 1;
+      // A remote object (no descriptor, its own reads) is latency-bound
+      // like O_DIRECT: it gets the cold thread count too.
+      const bool remote =
+          files[i]->native_fd() < 0 && files[i]->backend_name() != "memory";
+      any_direct = any_direct || plan_files[i].alignment > 1 || remote;
     }
   }
   PlanOptions popt;
@@ -267,6 +271,7 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     }
   }
   AppendFileNotes(opened, &report->notes);
+  if (s.ok()) s = CheckFilesUnchanged(ckpt, TensorsOf(sels), opened);
   report->transfer_seconds = SecondsSince(t);
   report->threads = stats.threads;
   report->bytes_read = plan.bytes_read;
@@ -372,8 +377,7 @@ StatusOr<LoadResult> HostLoader::LoadSelections(
     pos[k] = p;
     end = p + sel.bytes;
   }
-  WL_ASSIGN_OR_RETURN(HostBufferCache::Buffer buffer,
-                      buffers_->Acquire(end, kHugeDestinations));
+  WL_ASSIGN_OR_RETURN(HostBufferCache::Buffer buffer, buffers_->Acquire(end));
   std::shared_ptr<void> memory = std::move(buffer.memory);
   std::vector<uintptr_t> dsts(sels.size());
   const uintptr_t base = reinterpret_cast<uintptr_t>(memory.get());

@@ -3,8 +3,8 @@
 
 #include <memory>
 
+#include "env/file.h"
 #include "exec/open_files.h"
-#include "io/file.h"
 #include "weightlift/loader.h"
 
 namespace weightlift::internal {

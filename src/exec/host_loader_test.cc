@@ -11,12 +11,12 @@
 #include <random>
 #include <set>
 
+#include "env/fault_file.h"
+#include "env/page_cache.h"
+#include "env/testing/temp_dir.h"
 #include "exec/testing/report_notes.h"
 #include "exec/thread_pool.h"
 #include "format/writer.h"
-#include "io/fault_file.h"
-#include "io/page_cache.h"
-#include "io/testing/temp_dir.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
 

@@ -1,16 +1,15 @@
 #include "exec/mapped_load.h"
 
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "env/mapping.h"
 #include "exec/open_files.h"
 #include "exec/request.h"
-#include "io/io_util.h"
+#include "format/held_files.h"
 #include "util/clock.h"
 
 namespace weightlift::internal {
@@ -19,44 +18,25 @@ namespace {
 // Every mapping of one load plus the owned copies of misaligned tensors;
 // the LoadedTensor owner of every tensor of that load.
 struct MappedFiles {
-  struct Mapping {
-    void* base = nullptr;
-    uint64_t bytes = 0;
-  };
   std::vector<Mapping> maps;  // one per file of the checkpoint (may be empty)
   std::vector<void*> copies;  // std::aligned_alloc'd
   // Where empty tensors point: valid, aligned, never read.
   alignas(64) std::byte empty[64] = {};
   ~MappedFiles() {
-    for (const Mapping& m : maps) {
-      if (m.base != nullptr) ::munmap(m.base, m.bytes);
-    }
     for (void* p : copies) std::free(p);
   }
 };
 
-// Maps FILE privately (read + copy-on-write); checks it is still the size
-// its header was read at.
-Status MapFile(const FileInfo& info, MappedFiles::Mapping* out) {
-  const std::string& path = info.open_path();
-  WL_ASSIGN_OR_RETURN(UniqueFd fd, OpenReadOnly(path, 0, "zero_copy"));
-  WL_ASSIGN_OR_RETURN(uint64_t size, FdSize(fd.get(), path));
-  WL_RETURN_IF_ERROR(CheckUnchangedSize(info, size));
-  if (size == 0) return Status::OK();
-  // The mapping keeps the file; FD closes on return.
-  void* p =
-      ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
-  if (p == MAP_FAILED) {
-    const int err = errno;
-    return Status::IoErrorFromErrno("zero_copy: cannot map '" + info.path +
-                                        "' (" + std::to_string(size) +
-                                        " bytes)",
-                                    err);
-  }
+// Maps file I of CKPT privately (read + copy-on-write), from the file the
+// checkpoint holds open (checked unchanged by OpenForLoad).
+Status MapFile(const Checkpoint& ckpt, uint32_t i, Mapping* out) {
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
+                      OpenForLoad(ckpt, i, IoBackend::kPread, {}));
+  StatusOr<Mapping> m = f->Map(0, f->size(), MapAccess::kPrivateWritable);
+  if (!m.ok()) return m.status().WithContext("zero_copy");
   // Starts readahead of a cold file now, so first touches find pages.
-  (void)::madvise(p, size, MADV_WILLNEED);
-  out->base = p;
-  out->bytes = size;
+  m->AdviseWillNeed();
+  *out = std::move(*m);
   return Status::OK();
 }
 
@@ -78,7 +58,8 @@ StatusOr<LoadResult> LoadMapped(const Checkpoint& ckpt,
       fr.path_taken = "none";
       fr.reason = "no requested tensor in this file";
     } else {
-      WL_RETURN_IF_ERROR(MapFile(ckpt.files()[i], &owner->maps[i]));
+      WL_RETURN_IF_ERROR(
+          MapFile(ckpt, static_cast<uint32_t>(i), &owner->maps[i]));
       fr.path_taken = "mmap-view";
       fr.reason =
           "zero_copy: tensors are views of a private (copy-on-write) "
@@ -94,10 +75,10 @@ StatusOr<LoadResult> LoadMapped(const Checkpoint& ckpt,
     const TensorInfo& ti = ckpt.tensors()[tensors[k]];
     report.files[ti.file].bytes += ti.size;
     report.bytes += ti.size;
-    const MappedFiles::Mapping& m = owner->maps[ti.file];
+    const Mapping& m = owner->maps[ti.file];
     // Checkpoint::Open checked offset + size against the file size, which
     // MapFile re-checked, so this stays inside the mapping.
-    const uintptr_t at = reinterpret_cast<uintptr_t>(m.base) + ti.offset;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(m.data()) + ti.offset;
     const int bits = DTypeBits(ti.dtype);
     const uintptr_t elem = bits >= 8 ? static_cast<uintptr_t>(bits / 8) : 1;
     if (ti.size == 0) {

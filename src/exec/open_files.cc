@@ -5,7 +5,9 @@
 #include <cerrno>
 #include <cmath>
 
-#include "io/page_cache.h"
+#include "env/env.h"
+#include "env/page_cache.h"
+#include "format/held_files.h"
 #include "util/percent.h"
 
 namespace weightlift::internal {
@@ -27,19 +29,33 @@ IoBackend ToIoBackend(Backend b) {
   return IoBackend::kPread;
 }
 
-// Opens one file in auto mode: residency decides buffered vs direct.
-StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
+// Opens file I of CKPT in auto mode: residency decides buffered vs direct.
+StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
                               const LoadOptions& options, const IoOptions& io,
                               std::vector<std::string>* notes) {
+  const std::string& name = ckpt.files()[i].path;
   OpenedFile out;
-  auto residency = SampleResidency(path);
+  // The buffered view is a second descriptor of the held file: cheap, and
+  // what a resident file is read through.
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<File> buffered,
+                      OpenForLoad(ckpt, i, IoBackend::kPread, io));
+  if (buffered->native_fd() < 0 &&
+      buffered->backend_name() != IoBackendName(IoBackend::kPread)) {
+    // Not a local file (object storage): it serves every backend with its
+    // own reads, and has no page cache to sample.
+    out.file = std::move(buffered);
+    out.report.path_taken = std::string(out.file->backend_name());
+    out.report.reason = "remote object: ranged reads of its own";
+    return out;
+  }
+  auto residency = SampleResidency(*buffered);
   std::string why;
   if (residency.ok()) {
     out.resident_fraction = residency->fraction;
     why = "pages " + Percent(residency->fraction) + " resident (" +
           std::to_string(residency->windows) + " samples)";
     if (residency->fraction >= options.resident_threshold) {
-      WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
+      out.file = std::move(buffered);
       out.report.path_taken = "pread";
       out.report.reason = why + ": buffered pread";
       return out;
@@ -47,7 +63,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
   } else {
     why = "residency unknown (" + residency.status().message() + ")";
   }
-  auto uring = OpenFile(path, IoBackend::kUring, io);
+  auto uring = OpenForLoad(ckpt, i, IoBackend::kUring, io);
   if (uring.ok()) {
     out.file = std::move(*uring);
     out.report.path_taken = "uring";
@@ -56,7 +72,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
     return out;
   }
   const std::string uring_why = uring.status().message();
-  auto direct = OpenFile(path, IoBackend::kDirect, io);
+  auto direct = OpenForLoad(ckpt, i, IoBackend::kDirect, io);
   if (direct.ok()) {
     out.file = std::move(*direct);
     out.report.path_taken = "direct";
@@ -69,7 +85,7 @@ StatusOr<OpenedFile> OpenAuto(const std::string& path, const std::string& name,
   if (direct.status().code() != StatusCode::kUnsupported) {
     return direct.status();
   }
-  WL_ASSIGN_OR_RETURN(out.file, OpenFile(path, IoBackend::kPread, io));
+  out.file = std::move(buffered);
   out.report.path_taken = "pread";
   out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
   if (notes)
@@ -95,16 +111,16 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
       out[i].report.reason = "no requested tensor in this file";
       continue;
     }
-    const std::string& path = info.open_path();
     io.fixed_buffers =
         info.size >= options.uring_register_min_bytes ? fixed : FixedBuffers{};
+    const uint32_t index = static_cast<uint32_t>(i);
     if (options.backend == Backend::kAuto) {
       WL_ASSIGN_OR_RETURN(OpenedFile f,
-                          OpenAuto(path, info.path, options, io, notes));
+                          OpenAuto(ckpt, index, options, io, notes));
       f.report.path = info.path;
       out[i] = std::move(f);
     } else {
-      auto f = OpenFile(path, ToIoBackend(options.backend), io);
+      auto f = OpenForLoad(ckpt, index, ToIoBackend(options.backend), io);
       if (!f.ok()) {
         return f.status().WithContext(
             "backend " + std::string(BackendName(options.backend)) +
@@ -116,9 +132,30 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
           "requested (backend=" + std::string(BackendName(options.backend)) +
           ")";
     }
-    WL_RETURN_IF_ERROR(CheckUnchangedSize(info, out[i].file->size()));
   }
   return out;
+}
+
+Status CheckFilesUnchanged(const Checkpoint& ckpt,
+                           const std::vector<uint32_t>& tensors,
+                           const std::vector<OpenedFile>& opened) {
+  for (size_t i = 0; i < opened.size(); ++i) {
+    const File* f = opened[i].file.get();
+    if (f == nullptr) continue;
+    WL_ASSIGN_OR_RETURN(Env * env, EnvForLocation(f->path()));
+    Status s = CheckUnchangedAt(*env, *f);
+    if (s.ok()) continue;
+    for (uint32_t idx : tensors) {
+      const TensorInfo& ti = ckpt.tensors()[idx];
+      if (ti.file != i) continue;
+      return Status::IoError(s.message() + " during the load; tensor '" +
+                             ti.name + "' at offset " +
+                             std::to_string(ti.offset) +
+                             " and the others read from it are not loaded");
+    }
+    return s;
+  }
+  return Status::OK();
 }
 
 Status CheckUnchangedSize(const FileInfo& info, uint64_t size_now) {

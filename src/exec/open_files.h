@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "io/file.h"
+#include "env/file.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/options.h"
 #include "weightlift/report.h"
@@ -62,6 +62,15 @@ FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
 // every loader once its reads are done, failed or not.
 void AppendFileNotes(const std::vector<OpenedFile>& opened,
                      std::vector<std::string>* notes);
+
+// OK when every file of OPENED is unchanged since Checkpoint::Open and its
+// path still names it (CheckUnchangedAt); else the IoError naming the file,
+// what changed, and the first of TENSORS (indices into ckpt.tensors()) read
+// from it with its offset: those bytes may mix two versions of the file.
+// Every loader calls it after its last read, before reporting success.
+Status CheckFilesUnchanged(const Checkpoint& ckpt,
+                           const std::vector<uint32_t>& tensors,
+                           const std::vector<OpenedFile>& opened);
 
 // OK when a file opened now has SIZE_NOW bytes, the size INFO's header was
 // read at; else the IoError every loader path reports for a file that

@@ -2,23 +2,20 @@
 // directory), parses every header and cross-checks the index.
 #include "weightlift/checkpoint.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <filesystem>
 #include <optional>
 #include <utility>
 
-#include "format/file_util.h"
+#include "env/env.h"
 #include "format/header.h"
+#include "format/held_files.h"
 #include "format/index.h"
 
 namespace weightlift {
 namespace {
 
-namespace fs = std::filesystem;
+using internal::Env;
+using internal::File;
 using internal::ParsedHeader;
 using internal::ParsedIndex;
 
@@ -29,38 +26,36 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
          s.substr(s.size() - suffix.size()) == suffix;
 }
 
-StatusOr<std::string> RealPath(const std::string& path) {
-  char* r = ::realpath(path.c_str(), nullptr);
-  if (r == nullptr) return Status::IoErrorFromErrno(path + ": realpath", errno);
-  std::string out(r);
-  ::free(r);
-  return out;
-}
-
 // Parses the files of PATHS (in order). With INDEX, SHARD_NAMES[i] is the
 // index's name for PATHS[i] and every tensor is cross-checked against it.
-StatusOr<Checkpoint> OpenFiles(const std::vector<std::string>& paths,
+// Every file is opened once, here, and held open in the Checkpoint for the
+// loads (see held_files.h).
+StatusOr<Checkpoint> OpenFiles(Env& env, const std::vector<std::string>& paths,
                                const std::vector<std::string>& shard_names,
                                const ParsedIndex* index,
                                const std::string& index_path) {
   std::vector<FileInfo> files;
   std::vector<TensorInfo> tensors;
+  std::vector<std::shared_ptr<File>> open_files;
   std::map<std::string, uint32_t, std::less<>> owner;
   for (size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
-    StatusOr<ParsedHeader> parsed = internal::ReadHeaderFile(path);
-    if (!parsed.ok()) {
-      if (index != nullptr && parsed.status().code() == StatusCode::kNotFound) {
+    StatusOr<std::unique_ptr<File>> opened =
+        env.OpenForRead(path, internal::IoBackend::kPread);
+    if (!opened.ok()) {
+      if (index != nullptr && opened.status().code() == StatusCode::kNotFound) {
         return Status::Corruption(FormatError::kIndexMissingShard,
                                   index_path + ": shard \"" + shard_names[i] +
                                       "\" (" + path + ") does not exist");
       }
-      return parsed.status();
+      return opened.status();
     }
-    ParsedHeader& h = *parsed;
+    std::shared_ptr<File> file = std::move(*opened);
+    WL_ASSIGN_OR_RETURN(ParsedHeader h, internal::ReadHeader(*file));
     FileInfo f;
     f.path = path;
-    WL_ASSIGN_OR_RETURN(f.resolved_path, RealPath(path));
+    WL_ASSIGN_OR_RETURN(internal::FileStat st, env.Stat(path));
+    f.resolved_path = std::move(st.resolved);
     f.size = h.file_size;
     f.header_size = h.header_size;
     f.data_offset = h.data_offset;
@@ -68,6 +63,7 @@ StatusOr<Checkpoint> OpenFiles(const std::vector<std::string>& paths,
     f.has_metadata = h.has_metadata;
     const uint32_t file_index = static_cast<uint32_t>(files.size());
     files.push_back(std::move(f));
+    open_files.push_back(std::move(file));
     for (internal::ParsedTensor& t : h.tensors) {
       auto [it, inserted] = owner.emplace(t.name, file_index);
       if (!inserted) {
@@ -110,13 +106,15 @@ StatusOr<Checkpoint> OpenFiles(const std::vector<std::string>& paths,
       }
     }
   }
-  return Checkpoint(std::move(files), std::move(tensors), index_path);
+  Checkpoint ckpt(std::move(files), std::move(tensors), index_path);
+  internal::HeldFiles::Set(&ckpt, std::move(open_files));
+  return ckpt;
 }
 
-StatusOr<Checkpoint> OpenIndex(const std::string& index_path) {
+StatusOr<Checkpoint> OpenIndex(Env& env, const std::string& index_path) {
   WL_ASSIGN_OR_RETURN(std::vector<std::byte> bytes,
-                      internal::ReadSmallFile(index_path, kMaxHeaderBytes,
-                                              FormatError::kIndexTooLarge));
+                      env.ReadSmallFile(index_path, kMaxHeaderBytes,
+                                        FormatError::kIndexTooLarge));
   WL_ASSIGN_OR_RETURN(ParsedIndex index,
                       internal::ParseIndex(bytes, index_path));
   std::vector<std::string> names;
@@ -125,36 +123,29 @@ StatusOr<Checkpoint> OpenIndex(const std::string& index_path) {
   names.erase(std::unique(names.begin(), names.end()), names.end());
   // Shards are relative to the index's own directory (not its realpath: the
   // HF cache links the index and the shards separately into blobs/).
-  const fs::path dir = fs::path(index_path).parent_path();
+  const std::string dir = env.Parent(index_path);
   std::vector<std::string> paths;
-  for (const std::string& n : names) paths.push_back((dir / n).string());
-  return OpenFiles(paths, names, &index, index_path);
+  for (const std::string& n : names) paths.push_back(env.Join(dir, n));
+  return OpenFiles(env, paths, names, &index, index_path);
 }
 
-StatusOr<Checkpoint> OpenDirectory(const std::string& dir) {
-  std::error_code ec;
+StatusOr<Checkpoint> OpenDirectory(Env& env, const std::string& dir) {
+  WL_ASSIGN_OR_RETURN(std::vector<std::string> names, env.ListDirectory(dir));
   std::vector<std::string> safetensors;
   std::vector<std::string> indexes;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+  for (const std::string& name : names) {
     if (EndsWith(name, ".safetensors.index.json")) {
       indexes.push_back(name);
     } else if (EndsWith(name, ".safetensors")) {
       // Follows symlinks; dangling links and subdirectories are skipped.
-      std::error_code ec2;
-      if (fs::is_regular_file(it->path(), ec2)) safetensors.push_back(name);
+      StatusOr<internal::FileStat> st = env.Stat(env.Join(dir, name));
+      if (st.ok() && !st->is_directory) safetensors.push_back(name);
     }
   }
-  if (ec) {
-    return Status::IoErrorFromErrno(dir + ": listing the directory",
-                                    ec.value());
-  }
-  const fs::path base(dir);
   if (std::find(indexes.begin(), indexes.end(), kIndexName) != indexes.end()) {
-    return OpenIndex((base / kIndexName).string());
+    return OpenIndex(env, env.Join(dir, std::string(kIndexName)));
   }
-  if (indexes.size() == 1) return OpenIndex((base / indexes[0]).string());
+  if (indexes.size() == 1) return OpenIndex(env, env.Join(dir, indexes[0]));
   if (indexes.size() > 1) {
     return Status::InvalidArgument(
         dir + ": several *.safetensors.index.json files and no " +
@@ -166,11 +157,22 @@ StatusOr<Checkpoint> OpenDirectory(const std::string& dir) {
   }
   std::sort(safetensors.begin(), safetensors.end());
   std::vector<std::string> paths;
-  for (const std::string& n : safetensors) paths.push_back((base / n).string());
-  return OpenFiles(paths, {}, nullptr, {});
+  for (const std::string& n : safetensors) paths.push_back(env.Join(dir, n));
+  return OpenFiles(env, paths, {}, nullptr, {});
 }
 
 }  // namespace
+
+namespace internal {
+
+StatusOr<Checkpoint> OpenCheckpoint(Env& env, const std::string& location) {
+  WL_ASSIGN_OR_RETURN(FileStat st, env.Stat(location));
+  if (st.is_directory) return OpenDirectory(env, location);
+  if (EndsWith(location, ".json")) return OpenIndex(env, location);
+  return OpenFiles(env, {location}, {}, nullptr, {});
+}
+
+}  // namespace internal
 
 uint64_t TensorInfo::num_elements() const {
   uint64_t n = 1;
@@ -179,16 +181,8 @@ uint64_t TensorInfo::num_elements() const {
 }
 
 StatusOr<Checkpoint> Checkpoint::Open(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) {
-      return Status::NotFound(path + ": no such file or directory");
-    }
-    return Status::IoErrorFromErrno(path + ": stat", errno);
-  }
-  if (S_ISDIR(st.st_mode)) return OpenDirectory(path);
-  if (EndsWith(path, ".json")) return OpenIndex(path);
-  return OpenFiles({path}, {}, nullptr, {});
+  WL_ASSIGN_OR_RETURN(Env * env, internal::EnvForLocation(path));
+  return internal::OpenCheckpoint(*env, path);
 }
 
 Checkpoint::Checkpoint(std::vector<FileInfo> files,

@@ -20,6 +20,8 @@
 
 namespace weightlift::internal {
 
+class File;
+
 struct ParsedTensor {
   std::string name;
   DType dtype = DType::kU8;
@@ -70,10 +72,10 @@ Status CheckFraming(uint64_t header_len_field, uint64_t file_size,
 StatusOr<uint64_t> TensorBytes(std::span<const uint64_t> shape, DType dtype,
                                std::string_view what);
 
-// Reads the 8-byte prefix and the N header bytes of PATH (only those 8 + N
-// bytes, with a pread loop) and parses them. IoError naming the path and
-// errno when a system call fails; NotFound when PATH does not exist;
-// InvalidArgument when it is not a regular file.
+// Reads just the first 8 + N bytes of FILE (never tensor data) and parses
+// them. IoError naming the file when a read fails.
+StatusOr<ParsedHeader> ReadHeader(File& file);
+// ReadHeader of PATH opened through Env::Default() (tests).
 StatusOr<ParsedHeader> ReadHeaderFile(const std::string& path);
 
 }  // namespace weightlift::internal

@@ -1,9 +1,8 @@
-// Helpers shared by the format tests: temp directories and file images.
+// Helpers shared by the format tests: file images (TempDir is the one of
+// env/testing/temp_dir.h).
 #pragma once
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,32 +12,9 @@
 #include <string>
 #include <string_view>
 
+#include "env/testing/temp_dir.h"
+
 namespace weightlift::internal::testing {
-
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/wl_fmt_XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string operator/(std::string_view name) const {
-    return path_ + "/" + std::string(name);
-  }
-
- private:
-  std::string path_;
-};
 
 inline std::string U64Le(uint64_t v) {
   std::string s(8, '\0');

@@ -1,19 +1,14 @@
 #include "format/writer.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
-#include "format/file_util.h"
+#include "env/env.h"
 #include "format/header.h"
 #include "format/json_reader.h"
 
@@ -73,33 +68,11 @@ Status CheckUtf8(std::string_view s, std::string_view what) {
   return Status::OK();
 }
 
-// Writes all of DATA at the current position of FD; loops over short writes
-// and EINTR, at most 1 GiB per call.
-Status WriteFully(int fd, const std::string& path, uint64_t offset,
-                  std::span<const std::byte> data) {
-  constexpr size_t kMaxPerCall = size_t{1} << 30;
-  size_t done = 0;
-  while (done < data.size()) {
-    const size_t want = std::min(data.size() - done, kMaxPerCall);
-    const ssize_t w = ::write(fd, data.data() + done, want);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::IoErrorFromErrno(
-          path + ": write of " + std::to_string(want) + " bytes at offset " +
-              std::to_string(offset + done),
-          errno);
-    }
-    done += static_cast<size_t>(w);
-  }
-  return Status::OK();
-}
-
 // Double-buffered sequential output: Append() fills one buffer while the
 // previous one is written by a background task.
 class StreamingFile {
  public:
-  StreamingFile(int fd, std::string path, size_t buffer_bytes)
-      : fd_(fd), path_(std::move(path)) {
+  StreamingFile(WritableFile* out, size_t buffer_bytes) : out_(out) {
     bufs_[0].resize(buffer_bytes);
     bufs_[1].resize(buffer_bytes);
   }
@@ -141,22 +114,17 @@ class StreamingFile {
     WL_RETURN_IF_ERROR(Wait());
     if (used_ == 0) return Status::OK();
     std::span<const std::byte> chunk(bufs_[cur_].data(), used_);
-    const uint64_t offset = written_;
-    written_ += used_;
-    pending_ = std::async(std::launch::async, [this, chunk, offset] {
-      return WriteFully(fd_, path_, offset, chunk);
-    });
+    pending_ = std::async(std::launch::async,
+                          [this, chunk] { return out_->Append(chunk); });
     cur_ ^= 1;
     used_ = 0;
     return Status::OK();
   }
 
-  int fd_;
-  std::string path_;
+  WritableFile* out_;
   std::vector<std::byte> bufs_[2];
   int cur_ = 0;
   size_t used_ = 0;
-  uint64_t written_ = 0;
   std::future<Status> pending_;
 };
 
@@ -270,28 +238,16 @@ Status WriteSafetensors(const std::string& path,
                                      std::to_string(t.data.size()) + " given");
     }
   }
-  const std::string tmp = path + ".tmp";
-  int raw;
-  do {
-    raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (raw < 0 && errno == EINTR);
-  if (raw < 0)
-    return Status::IoErrorFromErrno(tmp + ": open for writing", errno);
-  ScopedFd fd(raw);
-  Status s;
+  WL_ASSIGN_OR_RETURN(Env * env, EnvForLocation(path));
+  // Nothing appears at PATH unless every byte was written (WritableFile).
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                      env->OpenForWrite(path));
   {
-    StreamingFile out(fd.get(), tmp,
+    StreamingFile out(file.get(),
                       std::max(options.buffer_bytes, size_t{8} << 20));
-    s = WriteBody(&out, header, tensors, sizes);
+    WL_RETURN_IF_ERROR(WriteBody(&out, header, tensors, sizes));
   }  // waits for the last background write
-  if (::close(fd.release()) != 0 && s.ok()) {
-    s = Status::IoErrorFromErrno(tmp + ": close", errno);
-  }
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = Status::IoErrorFromErrno(tmp + ": rename to " + path, errno);
-  }
-  if (!s.ok()) ::unlink(tmp.c_str());
-  return s;
+  return file->Close();
 }
 
 std::string ShardFileName(int k, int n) {
@@ -322,9 +278,9 @@ Status WriteShardedCheckpoint(const std::string& dir,
       }
     }
   }
+  WL_ASSIGN_OR_RETURN(Env * env, EnvForLocation(dir));
   for (int k = 0; k < n; ++k) {
-    const std::string path =
-        (std::filesystem::path(dir) / ShardFileName(k + 1, n)).string();
+    const std::string path = env->Join(dir, ShardFileName(k + 1, n));
     WL_RETURN_IF_ERROR(WriteSafetensors(path, std::move(shards[k]), options));
   }
   for (const auto& [tensor, shard] : sorted_map) weight_map[tensor] = shard;
@@ -332,19 +288,11 @@ Status WriteShardedCheckpoint(const std::string& dir,
   index["metadata"]["total_size"] = total;
   index["weight_map"] = std::move(weight_map);
   const std::string text = index.dump(2) + "\n";
-  const std::string path =
-      (std::filesystem::path(dir) / "model.safetensors.index.json").string();
-  const std::string tmp = path + ".tmp";
-  int raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (raw < 0)
-    return Status::IoErrorFromErrno(tmp + ": open for writing", errno);
-  ScopedFd fd(raw);
-  WL_RETURN_IF_ERROR(
-      WriteFully(fd.get(), tmp, 0, std::as_bytes(std::span(text))));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::IoErrorFromErrno(tmp + ": rename to " + path, errno);
-  }
-  return Status::OK();
+  WL_ASSIGN_OR_RETURN(
+      std::unique_ptr<WritableFile> file,
+      env->OpenForWrite(env->Join(dir, "model.safetensors.index.json")));
+  WL_RETURN_IF_ERROR(file->Append(std::as_bytes(std::span(text))));
+  return file->Close();
 }
 
 }  // namespace weightlift::internal

@@ -7,13 +7,17 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -22,9 +26,9 @@
 #include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
 #include "cuda/cufile_lib.h"
+#include "env/fault_file.h"
+#include "env/page_cache.h"
 #include "exec/testing/report_notes.h"
-#include "io/fault_file.h"
-#include "io/page_cache.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -647,6 +651,152 @@ TEST(CudaBaselinesGpu, PinnedCeilingAndNaivePathRun) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   std::cout << "pinned host->device ceiling (256 MiB): " << *g << " GB/s\n";
   EXPECT_GT(*g, 1.0);
+}
+
+// A file renamed over the checkpoint's path mid-load (before the 3rd read,
+// through the fault-injecting File's hook): the loader keeps reading the
+// file it opened and then refuses to report success, naming the file, what
+// changed, a tensor and its offset; device memory is back; the same loader
+// loads the checkpoint again (reopened) bit-exact. Both transfer paths.
+TEST_F(CudaLoaderTest, FileReplacedDuringTheLoadIsAnErrorAndFreesEverything) {
+  std::vector<TensorSpec> s = {Spec("a_big", "F32", {3u << 20}),
+                               Spec("b_big", "BF16", {5u << 20}),
+                               Spec("c_tail", "U8", {4099})};
+  const std::string p = Write("replaced.safetensors", s, 21);
+  const std::string other = Write("other.safetensors", s, 22);
+  for (auto mode : {HostRegisterMode::kOff, HostRegisterMode::kOn}) {
+    auto ck = Checkpoint::Open(p);
+    ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+    LoadOptions o = Cuda();
+    o.host_register = mode;
+    o.chunk_bytes = 1 << 20;
+    std::atomic<bool> armed{true};
+    internal::CudaLoaderHooks hooks;
+    hooks.wrap_file = [&](std::unique_ptr<internal::File> f, uint32_t) {
+      if (!armed.load()) return f;
+      internal::FileFaults ff;
+      ff.before_read = [&, p, other](uint64_t n) {
+        if (n == 2) {
+          // The other file is copied in, so it can be renamed again.
+          fs::copy_file(other, other + ".tmp",
+                        fs::copy_options::overwrite_existing);
+          ASSERT_EQ(std::rename((other + ".tmp").c_str(), p.c_str()), 0);
+        }
+      };
+      return std::unique_ptr<internal::File>(
+          new internal::FaultInjectingFile(std::move(f), ff));
+    };
+    auto loader = internal::CreateCudaLoader(o, hooks);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    size_t before = FreeDeviceBytes();
+    auto r = (*loader)->Load(*ck);
+    if (mode == HostRegisterMode::kOn && r.ok()) {
+      // host-register copies from a mapping: no File reads, no hook. The
+      // identity check at the end still runs, but nothing changed.
+      continue;
+    }
+    ASSERT_FALSE(r.ok()) << "a replaced file must fail the load";
+    EXPECT_EQ(r.status().code(), StatusCode::kIoError) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("replaced by another file"),
+              std::string::npos)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find("tensor '"), std::string::npos)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find(p), std::string::npos);
+    std::cout << "replaced: " << r.status().ToString() << "\n";
+    EXPECT_EQ(FreeDeviceBytes(), before) << "device memory not back";
+    armed = false;
+    auto ck2 = Checkpoint::Open(p);  // now the other file's bytes
+    ASSERT_TRUE(ck2.ok()) << ck2.status().ToString();
+    auto r2 = (*loader)->Load(*ck2);
+    ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+    EXPECT_EQ(CheckExact(*ck2, *r2), 0);
+    Write("replaced.safetensors", s, 21);  // back for the next mode
+  }
+}
+
+// Out of pinned host memory, for real: a child process (this binary again,
+// running DISABLED_PinnedOomChild) starts CUDA, then lowers its
+// address-space limit just above what it uses, so cudaHostAlloc of the
+// staging ring cannot map; creating the loader must fail cleanly
+// (ResourceExhausted or CudaError naming cudaHostAlloc and the size); with
+// the limit lifted a loader is created and loads bit-exact. The child
+// reports through its exit status and stderr.
+TEST_F(CudaLoaderTest, PinnedMemoryExhaustedInAChildIsClean) {
+  std::string p = Write("pinned.safetensors", AllDTypeSpecs(), 23);
+  const std::string out = dir_ + "/child.log";
+  const std::string cmd = "WL_PINNED_OOM_FILE='" + p + "' /proc/" +
+                          std::to_string(getpid()) +
+                          "/exe --gtest_also_run_disabled_tests "
+                          "--gtest_filter='*DISABLED_PinnedOomChild*' > '" +
+                          out + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream log(out);
+  std::string said((std::istreambuf_iterator<char>(log)), {});
+  std::cout << said;
+  ASSERT_TRUE(WIFEXITED(rc)) << said;
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << said;
+  EXPECT_NE(said.find("cudaHostAlloc"), std::string::npos) << said;
+  EXPECT_NE(said.find("[  PASSED  ] 1 test"), std::string::npos) << said;
+}
+
+TEST(CudaLoaderChild, DISABLED_PinnedOomChild) {
+  const char* path = getenv("WL_PINNED_OOM_FILE");
+  ASSERT_NE(path, nullptr) << "run by PinnedMemoryExhaustedInAChildIsClean";
+  std::string why;
+  ASSERT_TRUE(internal::CudaDeviceAvailable(0, &why)) << why;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the context exists now
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  uint64_t pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  const uint64_t vm = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  struct rlimit low = old;
+  low.rlim_cur = vm + (64ull << 20);  // the ring below needs 512 MiB
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &low), 0);
+  LoadOptions o;
+  o.device = Device::Cuda(0);
+  o.staging_bytes = 512ull << 20;
+  auto refused = Loader::Create(o);
+  if (refused.ok()) {
+    // Pinned memory may be allocated at the first load instead.
+    auto r = (*refused)->Load(*ck);
+    ASSERT_FALSE(r.ok()) << "pinned allocation succeeded under the limit";
+    std::cerr << "refused at load: " << r.status().ToString() << "\n";
+    EXPECT_TRUE(r.status().code() == StatusCode::kResourceExhausted ||
+                r.status().code() == StatusCode::kCudaError)
+        << r.status().ToString();
+  } else {
+    std::cerr << "refused at create: " << refused.status().ToString() << "\n";
+    EXPECT_TRUE(refused.status().code() == StatusCode::kResourceExhausted ||
+                refused.status().code() == StatusCode::kCudaError)
+        << refused.status().ToString();
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
+  auto loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ck);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const LoadedTensor& t : r->tensors) {
+    const TensorInfo* info = ck->Find(t.name);
+    ASSERT_NE(info, nullptr);
+    std::vector<uint8_t> want(info->size), got(info->size);
+    FILE* f = fopen(path, "rb");
+    ASSERT_NE(f, nullptr);
+    fseeko(f, static_cast<off_t>(info->offset), SEEK_SET);
+    ASSERT_EQ(info->size ? fread(want.data(), 1, info->size, f) : 0,
+              info->size);
+    fclose(f);
+    if (info->size) {
+      ASSERT_EQ(
+          cudaMemcpy(got.data(), t.data, info->size, cudaMemcpyDeviceToHost),
+          cudaSuccess);
+    }
+    EXPECT_EQ(want, got) << t.name;
+  }
 }
 
 }  // namespace

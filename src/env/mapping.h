@@ -1,0 +1,63 @@
+// Mapping: the one owner of mmap'd memory in the library.
+//
+// A file's pages (File::Map) or fresh anonymous memory (Mapping::Anonymous),
+// unmapped exactly once when the owner goes. Every mmap and munmap of the
+// library is in mapping.cc, so a failure always names what was mapped and
+// errno the same way.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "weightlift/status.h"
+
+namespace weightlift::internal {
+
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(Mapping&& o) noexcept;
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { Reset(); }
+
+  // New private anonymous memory of at least BYTES (rounded up to whole
+  // pages), zero-filled and not touched yet. WHAT says what it is for in
+  // the error: ResourceExhausted "cannot allocate N bytes of WHAT: mmap:
+  // ENOMEM ...". HUGE asks for transparent huge pages (advisory).
+  static StatusOr<Mapping> Anonymous(uint64_t bytes, std::string_view what,
+                                     bool huge = false);
+
+  // Maps [OFFSET, OFFSET + LENGTH) of the open descriptor FD (used by the
+  // POSIX Files' Map; callers go through File::Map). WRITABLE_PRIVATE: copy-
+  // on-write pages (PROT_READ|PROT_WRITE, MAP_PRIVATE); else shared
+  // read-only. OFFSET need not be page aligned. PATH names the file in
+  // errors; Unsupported when the file system cannot map (ENODEV).
+  static StatusOr<Mapping> OfDescriptor(int fd, const std::string& path,
+                                        uint64_t offset, uint64_t length,
+                                        bool writable_private);
+
+  // The first requested byte (not the page boundary below it); null when
+  // empty.
+  std::byte* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  // Advisory hints on the whole mapping; failures are ignored.
+  void AdviseSequential() const;
+  void AdviseWillNeed() const;
+
+  // Unmaps now (idempotent).
+  void Reset();
+
+ private:
+  void* base_ = nullptr;  // page-aligned start of the mapping
+  uint64_t length_ = 0;   // mapped bytes from base_
+  std::byte* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace weightlift::internal

@@ -1,0 +1,115 @@
+#include "env/page_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "env/env.h"
+#include "env/file.h"
+#include "env/raw_read.h"
+#include "env/testing/temp_dir.h"
+
+namespace weightlift::internal {
+namespace {
+
+using testing::RandomBytes;
+using testing::TempDir;
+using testing::WriteFileOrDie;
+
+void ReadAll(const std::string& p) {
+  auto f = OpenFile(p, IoBackend::kPread);
+  ASSERT_TRUE(f.ok());
+  std::vector<std::byte> buf((*f)->size());
+  ASSERT_TRUE((*f)->ReadAt(0, buf).ok());
+}
+
+TEST(PageCacheTest, EvictThenReadChangesResidency) {
+  TempDir dir;
+  const std::string p = dir.File("f");
+  WriteFileOrDie(p, RandomBytes(40 << 20, 1));
+  ASSERT_TRUE(EvictFromPageCache(p).ok());
+  auto cold = SampleResidency(p);
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  EXPECT_EQ(cold->windows, 64);
+  EXPECT_EQ(cold->sampled_pages, 64u * 64u);
+  EXPECT_LT(cold->fraction, 0.2);
+  ReadAll(p);
+  auto warm = SampleResidency(p);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_GT(warm->fraction, 0.99);
+  EXPECT_EQ(warm->resident_pages, warm->sampled_pages);
+}
+
+TEST(PageCacheTest, SmallFileSampledWhole) {
+  TempDir dir;
+  const std::string p = dir.File("f");
+  WriteFileOrDie(p, RandomBytes(10000, 1));
+  ReadAll(p);
+  auto r = SampleResidency(p);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->sampled_pages, 3u);
+  EXPECT_DOUBLE_EQ(r->fraction, 1.0);
+}
+
+TEST(PageCacheTest, EmptyAndMissingFiles) {
+  TempDir dir;
+  WriteFileOrDie(dir.File("e"), {});
+  auto r = SampleResidency(dir.File("e"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->fraction, 1.0);
+  EXPECT_EQ(SampleResidency(dir.File("missing")).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(EvictFromPageCache(dir.File("missing")).code(),
+            StatusCode::kNotFound);
+}
+
+TEST(RawReadTest, ReadsEveryByteOfEveryFile) {
+  TempDir dir;
+  std::vector<std::string> paths = {dir.File("a"), dir.File("b")};
+  WriteFileOrDie(paths[0], RandomBytes(3 << 20, 1));
+  WriteFileOrDie(paths[1], RandomBytes((1 << 20) + 4097, 2));
+  RawReadOptions o;
+  o.block_bytes = 256 << 10;
+  auto d = RawDirectRead(paths, o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->bytes, (4u << 20) + 4097);
+  EXPECT_GT(d->seconds, 0);
+  EXPECT_FALSE(d->method.empty());
+  o.threads = 2;
+  auto b = RawBufferedRead(paths, o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->bytes, (4u << 20) + 4097);
+  EXPECT_EQ(RawDirectRead(std::vector<std::string>{dir.File("nope")}, o)
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+}
+
+// Counts this process's open file descriptors.
+int OpenFds() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// A failure after the io_uring ring exists (here: the buffer arena cannot be
+// allocated) must not leak the ring's descriptor.
+TEST(RawReadTest, AllocationFailureLeaksNoDescriptor) {
+  TempDir dir;
+  std::vector<std::string> paths = {dir.File("a")};
+  WriteFileOrDie(paths[0], RandomBytes(8192, 3));
+  RawReadOptions o;
+  o.block_bytes = uint64_t{1} << 44;  // x queue depth: far beyond memory
+  const int before = OpenFds();
+  auto d = RawDirectRead(paths, o);
+  EXPECT_FALSE(d.ok());
+  EXPECT_EQ(OpenFds(), before);
+}
+
+}  // namespace
+}  // namespace weightlift::internal
