@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "env/page_cache.h"
-#include "env/raw_read.h"
+#include "raw_read.h"
 #include "exec/host_loader.h"
 #include "format/writer.h"
 #include "weightlift/checkpoint.h"
