@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 
+#include "weightlift/object_storage.h"
+
 namespace weightlift::cli {
 
 const char kExitCodesHelp[] =
@@ -115,6 +117,12 @@ StatusOr<uint64_t> ParseSize(std::string_view text) {
 }
 
 StatusOr<Checkpoint> OpenCheckpoint(const std::string& path) {
+  if (IsObjectStorageLocation(path)) {
+    // s3:// and http(s)://: credentials and limits from the environment
+    // (docs/object-storage.md).
+    WL_RETURN_IF_ERROR(ConfigureObjectStorageFromEnvironment());
+    return Checkpoint::Open(path);
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;

@@ -11,6 +11,8 @@
 #include "bench_runner.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "object_bench.h"
+#include "weightlift/object_storage.h"
 
 namespace weightlift::cli {
 namespace {
@@ -46,7 +48,10 @@ int Run(const BenchArgs& args) {
   bo.on_progress = [&bar](uint64_t done, uint64_t total) {
     bar.Update(done, total);
   };
-  StatusOr<bench::BenchReport> report = bench::RunBench(args.path, *ckpt, bo);
+  StatusOr<bench::BenchReport> report =
+      IsObjectStorageLocation(args.path)
+          ? bench::RunObjectBench(args.path, *ckpt, bo)
+          : bench::RunBench(args.path, *ckpt, bo);
   bar.Finish();
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!report.ok()) return ReportError(report.status());

@@ -49,6 +49,10 @@ struct ObjectStorageOptions {
   // up to max_connections. 8 MiB measured best on the development machine
   // (docs/object-storage.md); smaller pieces cost more requests per byte.
   size_t piece_bytes = 8u << 20;
+  // A read smaller than min_pieces_per_read * piece_bytes is still split
+  // into this many GETs (of at least 1 MiB each), so that a loader with few
+  // threads (4 on a 2-core machine) keeps several connections busy.
+  int min_pieces_per_read = 2;
   // Concurrent requests (and kept-alive connections) for the process.
   int max_connections = 16;
   // Threads driving libcurl (each owns one multi handle and a share of the
@@ -99,6 +103,17 @@ StatusOr<ObjectStorageOptions> ObjectStorageOptionsFromEnvironment();
 // location is taken, with OPTIONS. Calling it again replaces the options for
 // objects opened afterwards (objects already open keep theirs). Thread-safe.
 Status ConfigureObjectStorage(const ObjectStorageOptions& options);
+
+// ObjectStorageOptionsFromEnvironment() then ConfigureObjectStorage(): what
+// the CLI and the Python module call before opening an object location (a
+// program's edge may read the environment; the library does not).
+Status ConfigureObjectStorageFromEnvironment();
+
+// The bytes of object LOCATION when it has at most MAX_BYTES (small files
+// beside a checkpoint, such as config.json); ResourceExhausted naming the
+// size when larger. Needs ConfigureObjectStorage first.
+StatusOr<std::string> ReadSmallObject(const std::string& location,
+                                      uint64_t max_bytes);
 
 // True for "s3://...", "http://..." and "https://..." locations.
 bool IsObjectStorageLocation(const std::string& location);

@@ -38,6 +38,7 @@
 #include "weightlift/dtype.h"
 #include "weightlift/format_error.h"
 #include "weightlift/loader.h"
+#include "weightlift/object_storage.h"
 #include "weightlift/options.h"
 #include "weightlift/report.h"
 #include "weightlift/request.h"
@@ -260,7 +261,13 @@ PyCheckpoint OpenCheckpoint(const std::string& path) {
   StatusOr<Checkpoint> c = Status::Internal("unset");
   {
     nb::gil_scoped_release nogil;
-    c = Checkpoint::Open(path);
+    // s3:// and http(s)://: the environment is read here, on every open, so
+    // changes to os.environ between calls take effect.
+    Status configured = IsObjectStorageLocation(path)
+                            ? ConfigureObjectStorageFromEnvironment()
+                            : Status::OK();
+    c = configured.ok() ? Checkpoint::Open(path)
+                        : StatusOr<Checkpoint>(configured);
   }
   return PyCheckpoint{
       std::make_shared<const Checkpoint>(ValueOrRaise(std::move(c)))};
@@ -499,6 +506,22 @@ NB_MODULE(_native, m) {
       "_live_buffers", [] { return g_live_owners.load(); },
       "Exported buffers still alive (for tests).");
   m.def("default_options", [] { return OptionsDict(LoadOptions{}); });
+  // s3:// or http(s):// LOCATION's bytes (config.json for from_pretrained),
+  // with the environment read as for Checkpoint.open.
+  m.def(
+      "read_small_object",
+      [](const std::string& location, uint64_t max_bytes) {
+        StatusOr<std::string> bytes = Status::Internal("unset");
+        {
+          nb::gil_scoped_release nogil;
+          Status configured = ConfigureObjectStorageFromEnvironment();
+          bytes = configured.ok() ? ReadSmallObject(location, max_bytes)
+                                  : StatusOr<std::string>(configured);
+        }
+        std::string b = ValueOrRaise(std::move(bytes));
+        return nb::bytes(b.data(), b.size());
+      },
+      "location"_a, "max_bytes"_a);
   m.def("dtype_bits", [](const std::string& name) -> int {
     std::optional<DType> d = ParseDType(name);
     if (!d) Raise(Status::InvalidArgument("unknown dtype '" + name + "'"));

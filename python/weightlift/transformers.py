@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import tempfile
 from typing import Any, Optional
 
 from ._load_into import load_into
@@ -57,6 +59,38 @@ def _parameters_on_meta():
         torch.nn.Module.register_parameter = original
 
 
+def _is_object_location(p: str) -> bool:
+    return p.lower().startswith(("s3://", "http://", "https://"))
+
+
+@contextlib.contextmanager
+def _config_dir(model_dir: str):
+    """MODEL_DIR itself, or for s3:// and http(s):// a temporary directory
+    holding its config.json (and generation_config.json when present), which
+    is what transformers needs to build the model."""
+    if not _is_object_location(model_dir):
+        yield model_dir
+        return
+    from . import _native
+    from ._errors import NotFoundError
+
+    d = tempfile.mkdtemp(prefix="weightlift-config-")
+    try:
+        for name in ("config.json", "generation_config.json"):
+            where = model_dir.rstrip("/") + "/" + name
+            try:
+                data = _native.read_small_object(where, 64 << 20)
+            except NotFoundError:
+                if name == "config.json":
+                    raise
+                continue
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def _init_functions_skipped():
     """Makes torch.nn.init's in-place initializers (normal_, uniform_,
@@ -85,6 +119,8 @@ def _init_functions_skipped():
 
 
 def _checkpoint_path(model_dir: str) -> str:
+    if _is_object_location(model_dir):
+        return model_dir  # Checkpoint::Open finds the index or the shards
     for name in ("model.safetensors.index.json", "model.safetensors"):
         p = os.path.join(model_dir, name)
         if os.path.exists(p):
@@ -143,14 +179,24 @@ def from_pretrained(model_dir: Any, device: Any = "cuda:0",
     threads, ...) are passed to weightlift.load_into; the LoadReport is
     available as ``weightlift.last_report()`` and ``model.weightlift_report``.
     """
+    _import_transformers()  # says how to install it when absent
+
+    model_dir = os.fspath(model_dir)
+    with _config_dir(model_dir) as config_dir:
+        return _from_pretrained(model_dir, config_dir, device, dtype,
+                                auto_class, strict, progress,
+                                trust_remote_code, options)
+
+
+def _from_pretrained(model_dir, config_dir, device, dtype, auto_class, strict,
+                     progress, trust_remote_code, options):
     transformers = _import_transformers()
     import torch
 
-    model_dir = os.fspath(model_dir)
     dev = device_string(device)
     auto_cls = auto_class or transformers.AutoModelForCausalLM
     config = transformers.AutoConfig.from_pretrained(
-        model_dir, trust_remote_code=trust_remote_code)
+        config_dir, trust_remote_code=trust_remote_code)
     dtype = _resolve_dtype(config, dtype)
 
     with _parameters_on_meta(), _init_functions_skipped():
@@ -187,7 +233,7 @@ def from_pretrained(model_dir: Any, device: Any = "cuda:0",
     report.missing_keys = missing
 
     try:
-        gen = transformers.GenerationConfig.from_pretrained(model_dir)
+        gen = transformers.GenerationConfig.from_pretrained(config_dir)
         model.generation_config = gen
     except (OSError, ValueError):
         pass

@@ -220,7 +220,11 @@ Status HostLoader::Run(const Checkpoint& ckpt,
     if (opened[i].file) {
       files[i] = opened[i].file.get();
       plan_files[i].alignment = opened[i].file->alignment();
-      any_direct = any_direct || plan_files[i].alignment > 1;
+      // A remote object (no descriptor, its own reads) is latency-bound
+      // like O_DIRECT: it gets the cold thread count too.
+      const bool remote =
+          files[i]->native_fd() < 0 && files[i]->backend_name() != "memory";
+      any_direct = any_direct || plan_files[i].alignment > 1 || remote;
     }
   }
   PlanOptions popt;

@@ -39,6 +39,15 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   // what a resident file is read through.
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> buffered,
                       OpenForLoad(ckpt, i, IoBackend::kPread, io));
+  if (buffered->native_fd() < 0 &&
+      buffered->backend_name() != IoBackendName(IoBackend::kPread)) {
+    // Not a local file (object storage): it serves every backend with its
+    // own reads, and has no page cache to sample.
+    out.file = std::move(buffered);
+    out.report.path_taken = std::string(out.file->backend_name());
+    out.report.reason = "remote object: ranged reads of its own";
+    return out;
+  }
   auto residency = SampleResidency(*buffered);
   std::string why;
   if (residency.ok()) {

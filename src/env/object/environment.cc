@@ -18,6 +18,10 @@ Status ObjectStorageOptions::Validate() const {
     return bad("piece_bytes must be between 64 KiB and 1 GiB, got " +
                std::to_string(piece_bytes));
   }
+  if (min_pieces_per_read < 1 || min_pieces_per_read > 64) {
+    return bad("min_pieces_per_read must be 1..64, got " +
+               std::to_string(min_pieces_per_read));
+  }
   if (max_connections < 1 || max_connections > 1024) {
     return bad("max_connections must be 1..1024, got " +
                std::to_string(max_connections));
@@ -296,6 +300,8 @@ StatusOr<ObjectStorageOptions> ObjectStorageOptionsFrom(
       size("WEIGHTLIFT_OBJECT_PREFETCH_SIZE", &o.open_prefetch_bytes));
   WL_RETURN_IF_ERROR(
       number("WEIGHTLIFT_OBJECT_CONNECTIONS", &o.max_connections));
+  WL_RETURN_IF_ERROR(
+      number("WEIGHTLIFT_OBJECT_MIN_PIECES", &o.min_pieces_per_read));
   WL_RETURN_IF_ERROR(number("WEIGHTLIFT_OBJECT_THREADS", &o.transport_threads));
   WL_RETURN_IF_ERROR(number("WEIGHTLIFT_OBJECT_MAX_ATTEMPTS", &o.max_attempts));
   WL_RETURN_IF_ERROR(

@@ -114,6 +114,7 @@ RemoteObject::RemoteObject(std::shared_ptr<Transport> t, ObjectTarget target,
     : transport_(std::move(t)),
       target_(std::move(target)),
       piece_bytes_(o.piece_bytes),
+      min_pieces_(o.min_pieces_per_read),
       policy_{o.max_attempts, o.backoff_initial_seconds,
               o.backoff_max_seconds} {}
 
@@ -278,16 +279,23 @@ Status RemoteObject::ReadAt(uint64_t offset, std::span<std::byte> dst) {
     std::memcpy(dst.data(), head_.data() + offset, dst.size());
     return Status::OK();
   }
-  const size_t n = (dst.size() + piece_bytes_ - 1) / piece_bytes_;
+  // Pieces of piece_bytes_, but at least min_pieces_ of >= 1 MiB.
+  size_t piece_bytes = piece_bytes_;
+  if (dst.size() / piece_bytes < static_cast<size_t>(min_pieces_)) {
+    piece_bytes = std::min(
+        piece_bytes, std::max<size_t>(size_t{1} << 20,
+                                      (dst.size() + min_pieces_ - 1) /
+                                          static_cast<size_t>(min_pieces_)));
+  }
+  const size_t n = (dst.size() + piece_bytes - 1) / piece_bytes;
   std::vector<Exchange> xs(n);
   std::vector<Exchange*> ptrs(n);
   std::vector<uint64_t> done(n, 0);
   std::vector<int> attempts(n, 0);
   for (size_t i = 0; i < n; ++i) ptrs[i] = &xs[i];
   auto piece = [&](size_t i) {
-    const uint64_t b = offset + i * piece_bytes_;
-    const uint64_t e =
-        std::min<uint64_t>(b + piece_bytes_, offset + dst.size());
+    const uint64_t b = offset + i * piece_bytes;
+    const uint64_t e = std::min<uint64_t>(b + piece_bytes, offset + dst.size());
     return std::pair<uint64_t, uint64_t>(b, e);
   };
   const int failed = RunWithRetries(
@@ -317,9 +325,9 @@ std::string RemoteObject::Describe() const {
   const TransportOptions& t = transport_->options();
   char buf[160];
   std::snprintf(buf, sizeof buf,
-                "ranged GETs of %zu KiB, up to %d in flight on %d curl "
-                "threads",
-                piece_bytes_ >> 10, t.max_connections, t.threads);
+                "ranged GETs of up to %zu KiB (each read in at least %d), "
+                "up to %d in flight on %d curl threads",
+                piece_bytes_ >> 10, min_pieces_, t.max_connections, t.threads);
   return buf;
 }
 

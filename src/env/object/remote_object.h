@@ -89,6 +89,7 @@ class RemoteObject {
   std::shared_ptr<Transport> transport_;
   ObjectTarget target_;
   size_t piece_bytes_;
+  int min_pieces_;
   RetryPolicy policy_;
   uint64_t size_ = 0;
   std::string version_;

@@ -119,6 +119,11 @@ class Driver {
                       static_cast<long>(max_active));
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS,
                       static_cast<long>(max_active));
+    // HTTP/2 is negotiated where a server offers it, but each transfer gets
+    // its own connection: many streams on one TCP connection share one
+    // congestion window, which caps a bulk download well below what
+    // parallel connections reach.
+    curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
     thread_ = std::thread([this] { Loop(); });
   }
   ~Driver() {
