@@ -24,7 +24,7 @@ BENCH_DIR ?= $(HOME)/.cache/weightlift/synth/$(BENCH_LAYOUT)
 APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
   nlohmann-json3-dev libcli11-dev liburing-dev libgtest-dev libgmock-dev \
   libbenchmark-dev libssl-dev libcurl4-openssl-dev clang clang-format libclang-rt-14-dev \
-  python3 python3-dev python3-venv python3-numpy python3-torch
+  python3 python3-dev python3-venv python3-numpy python3-torch fio
 
 .PHONY: all deps deps-apt deps-python deps-carry build python-path demo \
   test test-cpp test-python skip-report fuzz format-check format bench \

@@ -16,7 +16,7 @@
 
 #include "env/io_util.h"
 #include "env/page_cache.h"
-#include "env/raw_read.h"
+#include "raw_read.h"
 #include "util/clock.h"
 #include "util/errno_text.h"
 

@@ -69,7 +69,7 @@ StatusOr<Timing> NaiveMmapCopy(const Checkpoint& ckpt);
 StatusOr<Timing> NaivePreadOneThread(const Checkpoint& ckpt);
 
 // Cold storage ceiling: every byte of every file with O_DIRECT through
-// io_uring at a deep queue (src/env/raw_read.h); the best of a few queue
+// io_uring at a deep queue (bench/raw_read.h); the best of a few queue
 // shapes, each after evicting the files' pages.
 StatusOr<Timing> StorageCeiling(const Checkpoint& ckpt);
 

@@ -26,7 +26,7 @@
 #include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
 #include "env/page_cache.h"
-#include "env/raw_read.h"
+#include "raw_read.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "env/page_cache.h"
-#include "env/raw_read.h"
 #include "exec/host_loader.h"
 #include "format/writer.h"
+#include "raw_read.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
 

@@ -52,11 +52,4 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(const LoadOptions& options) {
   return std::unique_ptr<Loader>(new OptionsStampingLoader(std::move(*inner)));
 }
 
-StatusOr<LoadResult> LoadCheckpoint(const std::string& path,
-                                    const LoadOptions& options) {
-  WL_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(path));
-  WL_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Create(options));
-  return loader->Load(ckpt);
-}
-
 }  // namespace weightlift

@@ -112,7 +112,8 @@ void AddLoadFlags(CLI::App* app, LoadFlags* flags) {
       ->check(CheckedBy(ParseBackend))
       ->capture_default_str();
   app->add_option("--gds", flags->gds,
-                  "GPUDirect Storage for CUDA devices: auto|on|off")
+                  "GPUDirect Storage for CUDA devices: auto|on|off|compat "
+                  "(compat: cuFile's compatibility mode, for tests)")
       ->check(CheckedBy(ParseGdsMode))
       ->capture_default_str();
   app->add_option("--threads", flags->threads,

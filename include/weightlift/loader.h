@@ -104,8 +104,4 @@ class Loader {
   virtual const LoadOptions& options() const = 0;
 };
 
-// One-shot convenience: Open + Create + Load.
-StatusOr<LoadResult> LoadCheckpoint(const std::string& path,
-                                    const LoadOptions& options = {});
-
 }  // namespace weightlift

@@ -51,6 +51,13 @@ enum class GdsMode {
           // file; otherwise (or on any cuFile refusal) the staging pipeline
   kOn,    // GDS or fail with Unsupported and the reason
   kOff,   // never touch cuFile
+  // Every file through cuFile forced into its compatibility mode (POSIX
+  // reads through cuFile's own bounce buffers; a generated cufile.json with
+  // allow_compat_mode and force_compat_mode, named by CUFILE_ENV_PATH_JSON
+  // while the driver opens). Runs the GDS code path where nvidia-fs is
+  // absent, for tests; its speed says nothing about real GDS. Decided per
+  // process: cuFile opened in one mode cannot switch (Unsupported).
+  kCompat,
 };
 std::string_view GdsModeName(GdsMode m);
 StatusOr<GdsMode> ParseGdsMode(std::string_view text);

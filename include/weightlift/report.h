@@ -22,9 +22,14 @@ struct FileReport {
 struct LoadReport {
   Device device;
   uint64_t tensors = 0;
-  uint64_t bytes = 0;           // tensor bytes delivered
-  uint64_t bytes_read = 0;      // bytes read from storage (alignment adds)
-  double seconds = 0;           // wall time of the whole load
+  uint64_t bytes = 0;       // tensor bytes delivered
+  uint64_t bytes_read = 0;  // bytes read from storage (alignment adds)
+  double seconds = 0;       // wall time of the whole load, setup_seconds
+                            // included
+  // Creating the loader (staging allocation and registration, CUDA streams
+  // and events, thread start), paid by the loader's first load and counted
+  // in its seconds; 0 for later loads of the same loader.
+  double setup_seconds = 0;
   double open_seconds = 0;      // opening files, choosing backends
   double alloc_seconds = 0;     // destination and staging allocation
   double transfer_seconds = 0;  // reads + copies until all done

@@ -147,6 +147,7 @@ nb::dict ReportDict(const LoadReport& r) {
   d["bytes"] = r.bytes;
   d["bytes_read"] = r.bytes_read;
   d["seconds"] = r.seconds;
+  d["setup_seconds"] = r.setup_seconds;
   d["open_seconds"] = r.open_seconds;
   d["alloc_seconds"] = r.alloc_seconds;
   d["transfer_seconds"] = r.transfer_seconds;

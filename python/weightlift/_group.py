@@ -62,6 +62,18 @@ class _Group:
                 "process_group: this process is not a member of the group",
                 code="InvalidArgument")
 
+    def release(self) -> None:
+        """Lets go of the torch group (rank, size, backend and timeout stay,
+        for reports); nothing may be issued after. A stream that has ended
+        must not keep the group alive: while anything holds it, the user's
+        destroy_process_group() does not destroy it, and then it is torn
+        down during interpreter shutdown, where a gloo worker thread that
+        still drops a finished collective's tensors needs the GIL and is
+        killed by Python (pthread_exit), which aborts the process
+        ("terminate called without an active exception")."""
+        self.group = None
+        self.dist = None
+
     def global_rank(self, r: int) -> int:
         if self.group is None or self.group is self.dist.GroupMember.WORLD:
             return r

@@ -416,6 +416,10 @@ class TensorStream:
         # No load is in flight any more: the loader may be reused.
         self._loader = None
         self._loader_cm.__exit__(None, None, None)
+        if self._group is not None:
+            # Ended: the stream must not keep the process group alive past
+            # the caller's destroy_process_group() (see _Group.release).
+            self._group.release()
         if ok:
             self._make_report()
 

@@ -29,7 +29,8 @@ class LoadReport:
     """Bytes, timings, threads and the path each file took.
 
     Attributes mirror the C++ LoadReport: ``device``, ``tensors``, ``bytes``,
-    ``bytes_read``, ``seconds``, ``open_seconds``, ``alloc_seconds``,
+    ``bytes_read``, ``seconds``, ``setup_seconds`` (the loader's creation,
+    paid by its first load), ``open_seconds``, ``alloc_seconds``,
     ``transfer_seconds``, ``staging_bytes``, ``device_bytes``, ``threads``,
     ``gb_per_s``, ``files`` (list of FileReport), ``notes`` (fallbacks and
     warnings) and ``options`` (the options in effect, a dict keyed like
@@ -39,12 +40,14 @@ class LoadReport:
     """
 
     _FIELDS = ("device", "tensors", "bytes", "bytes_read", "seconds",
-               "open_seconds", "alloc_seconds", "transfer_seconds",
+               "setup_seconds", "open_seconds", "alloc_seconds", "transfer_seconds",
                "staging_bytes", "device_bytes", "threads", "gb_per_s")
 
     def __init__(self, data: Dict[str, Any]):
         for k in self._FIELDS:
             setattr(self, k, data.get(k))
+        if self.setup_seconds is None:  # reports made in Python
+            self.setup_seconds = 0.0
         self.files: List[FileReport] = [FileReport(**f)
                                         for f in data.get("files", [])]
         self.notes: List[str] = list(data.get("notes", []))
@@ -63,7 +66,7 @@ class LoadReport:
         d = reports[0].as_dict()
         for r in reports[1:]:
             for k in ("tensors", "bytes", "bytes_read", "seconds",
-                      "open_seconds", "alloc_seconds", "transfer_seconds",
+                      "setup_seconds", "open_seconds", "alloc_seconds", "transfer_seconds",
                       "device_bytes"):
                 d[k] += getattr(r, k)
             d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes)

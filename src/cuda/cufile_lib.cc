@@ -3,7 +3,12 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "util/errno_text.h"
 
 namespace weightlift::internal {
 
@@ -24,14 +29,81 @@ bool LoadSym(void* dl, const char* name, F* out) {
 
 }  // namespace
 
-StatusOr<CuFileLib*> CuFileLib::Get() {
+namespace {
+
+// cuFile's configuration for compatibility mode, forced (see Get).
+constexpr const char* kCompatConfig =
+    "{\n"
+    "  \"logging\": {\"level\": \"ERROR\"},\n"
+    "  \"properties\": {\"allow_compat_mode\": true,\n"
+    "                 \"force_compat_mode\": true}\n"
+    "}\n";
+
+// Writes kCompatConfig to a new temporary file; its path, or empty.
+std::string WriteCompatConfig(std::string* why) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") +
+                     "/weightlift-cufile-XXXXXX.json";
+  int fd = mkstemps(path.data(), 5);
+  if (fd < 0) {
+    *why = "cannot create " + path + ": " + ErrnoName(errno);
+    return {};
+  }
+  const std::string text = kCompatConfig;
+  const bool ok =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!ok) {
+    *why = "cannot write " + path;
+    unlink(path.c_str());
+    return {};
+  }
+  return path;
+}
+
+// Sets NAME to VALUE until destroyed, then restores what it was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = std::string(old);
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+StatusOr<CuFileLib*> CuFileLib::Get(bool compat) {
   static std::once_flag once;
   static CuFileLib* lib = nullptr;
   static Status* error = nullptr;
-  std::call_once(once, [] {
+  static bool opened_compat = false;
+  std::call_once(once, [compat] {
+    opened_compat = compat;
     auto fail = [](std::string why) {
       error = new Status(Status::Unsupported(why));
     };
+    std::string config;
+    std::optional<ScopedEnv> env;
+    if (compat) {
+      std::string why;
+      config = WriteCompatConfig(&why);
+      if (config.empty()) {
+        fail("GDS compatibility mode: " + why);
+        return;
+      }
+      env.emplace("CUFILE_ENV_PATH_JSON", config);
+    }
     void* dl = dlopen("libcufile.so.0", RTLD_NOW | RTLD_LOCAL);
     if (!dl) dl = dlopen("libcufile.so", RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
@@ -43,6 +115,8 @@ StatusOr<CuFileLib*> CuFileLib::Get() {
     }
     auto* l = new CuFileLib();
     l->dl_ = dl;
+    l->compat_ = compat;
+    l->config_path_ = config;
     bool ok = LoadSym(dl, "cuFileDriverOpen", &l->driver_open_) &&
               LoadSym(dl, "cuFileHandleRegister", &l->handle_register_) &&
               LoadSym(dl, "cuFileHandleDeregister", &l->handle_deregister_) &&
@@ -59,8 +133,9 @@ StatusOr<CuFileLib*> CuFileLib::Get() {
     }
     CuFileError e = l->driver_open_();
     if (e.err != 0) {
-      fail("GDS unavailable: cuFileDriverOpen failed with " +
-           CuFileErrorText(e));
+      fail(std::string("GDS unavailable: cuFileDriverOpen") +
+           (compat ? " in compatibility mode (" + config + ")" : "") +
+           " failed with " + CuFileErrorText(e));
       delete l;
       return;
     }
@@ -68,8 +143,19 @@ StatusOr<CuFileLib*> CuFileLib::Get() {
     // Close the driver at exit; the library itself stays loaded.
     std::atexit([] {
       if (lib && lib->driver_close_) lib->driver_close_();
+      if (lib && !lib->config_path_.empty()) {
+        unlink(lib->config_path_.c_str());
+      }
     });
   });
+  if (compat != opened_compat) {
+    return Status::Unsupported(
+        std::string("cuFile was already opened in this process ") +
+        (opened_compat ? "in compatibility mode (gds=compat)"
+                       : "in its normal mode") +
+        "; it reads its configuration once, so gds=" +
+        (compat ? "compat" : "auto/on") + " needs a fresh process");
+  }
   if (lib) return lib;
   return *error;
 }

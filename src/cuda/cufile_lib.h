@@ -42,8 +42,19 @@ class CuFileLib {
   // The library with its driver open, or Unsupported naming why (library
   // missing, symbol missing, cuFileDriverOpen error code). Opening the driver
   // may touch every GPU, so call this only when GDS is really going to be
-  // tried. The result (success or failure) is cached.
-  static StatusOr<CuFileLib*> Get();
+  // tried. The result (success or failure) is cached for the process.
+  //
+  // COMPAT: open the driver in cuFile's compatibility mode, forced: a
+  // cufile.json with properties.allow_compat_mode and force_compat_mode is
+  // written to a temporary file and named by CUFILE_ENV_PATH_JSON while the
+  // library loads and the driver opens (the previous value is restored
+  // after). The first call decides the mode; a later call asking for the
+  // other one is Unsupported (cuFile reads its configuration once).
+  static StatusOr<CuFileLib*> Get(bool compat = false);
+  // Whether the driver was opened in compatibility mode, and the
+  // configuration file that asked for it (empty otherwise).
+  bool compat() const { return compat_; }
+  const std::string& config_path() const { return config_path_; }
 
   // Registers an fd opened with O_DIRECT. Unsupported naming the cuFile
   // error code (e.g. 5027 when the file system has no direct path).
@@ -56,6 +67,8 @@ class CuFileLib {
 
  private:
   CuFileLib() = default;
+  bool compat_ = false;
+  std::string config_path_;
   void* dl_ = nullptr;
   CuFileError (*driver_open_)() = nullptr;
   CuFileError (*driver_close_)() = nullptr;

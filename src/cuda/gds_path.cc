@@ -10,9 +10,10 @@
 
 namespace weightlift::internal {
 
-StatusOr<GdsFile> GdsFile::Open(const File& file) {
-  WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get());
+StatusOr<GdsFile> GdsFile::Open(const File& file, bool compat) {
+  WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get(compat));
   GdsFile f;
+  f.lib_ = lib;
   // cuFile wants an O_DIRECT descriptor of the very file the load holds.
   StatusOr<std::unique_ptr<File>> direct = file.Reopen(IoBackend::kDirect, {});
   if (!direct.ok()) return direct.status().WithContext("GDS");
@@ -29,6 +30,7 @@ StatusOr<GdsFile> GdsFile::Open(const File& file) {
 GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
   if (this != &o) {
     Reset();
+    lib_ = std::exchange(o.lib_, nullptr);
     direct_ = std::move(o.direct_);
     handle_ = std::exchange(o.handle_, nullptr);
   }
@@ -36,10 +38,8 @@ GdsFile& GdsFile::operator=(GdsFile&& o) noexcept {
 }
 
 void GdsFile::Reset() {
-  if (handle_) {
-    if (auto lib = CuFileLib::Get(); lib.ok()) (*lib)->DeregisterFile(handle_);
-    handle_ = nullptr;
-  }
+  if (handle_ && lib_) lib_->DeregisterFile(handle_);
+  handle_ = nullptr;
   direct_.reset();
 }
 
@@ -64,7 +64,6 @@ Status RunGds(Job& job, std::span<const Segment> segments,
     }
   }
   if (units.empty()) return Status::OK();
-  WL_ASSIGN_OR_RETURN(CuFileLib * lib, CuFileLib::Get());
   std::atomic<size_t> next{0};
   auto worker = [&](int) {
     if (Status s = UseDevice(device); !s.ok()) return job.Fail(s);
@@ -72,9 +71,10 @@ Status RunGds(Job& job, std::span<const Segment> segments,
       size_t i = next.fetch_add(1);
       if (i >= units.size()) break;
       const Unit& u = units[i];
+      const GdsFile& gf = *files[u.file];
       Status s =
-          lib->Read(files[u.file]->handle(), reinterpret_cast<void*>(u.dst),
-                    u.length, u.offset, job.ckpt->files()[u.file].path);
+          gf.lib()->Read(gf.handle(), reinterpret_cast<void*>(u.dst), u.length,
+                         u.offset, job.ckpt->files()[u.file].path);
       if (!s.ok()) return job.Fail(s);
       job.Delivered(u.r, u.length);  // cuFileRead is synchronous
     }

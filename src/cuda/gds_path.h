@@ -25,15 +25,18 @@ class GdsFile {
   // FILE's open file again with O_DIRECT (File::Reopen, so the very file
   // the load holds), registered with cuFile. Unsupported/IoError naming why
   // cuFile cannot take it (library or driver missing, O_DIRECT refused,
-  // cuFileHandleRegister error).
-  static StatusOr<GdsFile> Open(const File& file);
+  // cuFileHandleRegister error). COMPAT: cuFile in its compatibility mode
+  // (see CuFileLib::Get).
+  static StatusOr<GdsFile> Open(const File& file, bool compat = false);
   GdsFile(GdsFile&& o) noexcept { *this = std::move(o); }
   GdsFile& operator=(GdsFile&& o) noexcept;
   ~GdsFile() { Reset(); }
   CuFileHandle handle() const { return handle_; }
+  CuFileLib* lib() const { return lib_; }
 
  private:
   void Reset();
+  CuFileLib* lib_ = nullptr;
   std::unique_ptr<File> direct_;  // the O_DIRECT view cuFile reads
   CuFileHandle handle_ = nullptr;
 };

@@ -50,8 +50,11 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     // GDS first: only where the driver has a real direct path.
     std::string gds_why;
     bool try_gds = false;
+    const bool compat = options.gds == GdsMode::kCompat;
     if (options.gds == GdsMode::kOff) {
       gds_why = "gds=off";
+    } else if (compat) {
+      try_gds = true;  // every file, resident or not, nvidia-fs or not
     } else if (!nvfs) {
       gds_why =
           "GDS unavailable: nvidia-fs not loaded (/proc/driver/nvidia-fs "
@@ -68,14 +71,26 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       try_gds = true;
     }
     if (try_gds) {
-      auto gds = GdsFile::Open(*fp.file);
+      auto gds = GdsFile::Open(*fp.file, compat);
       if (gds.ok()) {
         fp.gds = std::move(gds).value();
         fp.path = TransferPath::kGds;
-        fr.path_taken = "gds";
-        fr.reason = "nvidia-fs loaded; cuFileHandleRegister accepted the file";
-      } else if (options.gds == GdsMode::kOn) {
-        return Status::Unsupported("gds=on: " + gds.status().message());
+        if (compat) {
+          fr.path_taken = "gds-compat";
+          fr.reason =
+              "gds=compat: cuFile forced into its compatibility mode "
+              "(POSIX reads through cuFile's bounce buffers, not GPUDirect; "
+              "configuration " +
+              fp.gds.lib()->config_path() + ")";
+        } else {
+          fr.path_taken = "gds";
+          fr.reason =
+              "nvidia-fs loaded; cuFileHandleRegister accepted the file";
+        }
+      } else if (options.gds == GdsMode::kOn || compat) {
+        return Status::Unsupported(
+            "gds=" + std::string(GdsModeName(options.gds)) + ": " +
+            gds.status().message());
       } else {
         gds_why = "GDS refused: " + gds.status().message();
         notes.push_back(fi.path + ": " + gds_why + "; fell back");

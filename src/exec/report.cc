@@ -38,7 +38,11 @@ std::string LoadReport::ToString() const {
   if (device_bytes > 0) s += ", device memory " + Bytes(device_bytes);
   s += "\n";
   if (options) s += "  options: " + options->ToString() + "\n";
-  s += "  phases: open " + Fixed(open_seconds, 3) + " s, alloc " +
+  s += "  phases: ";
+  if (setup_seconds > 0) {
+    s += "setup (loader creation) " + Fixed(setup_seconds, 3) + " s, ";
+  }
+  s += "open " + Fixed(open_seconds, 3) + " s, alloc " +
        Fixed(alloc_seconds, 3) + " s, transfer " + Fixed(transfer_seconds, 3) +
        " s\n";
   for (const FileReport& f : files) {
@@ -57,6 +61,7 @@ std::string LoadReport::ToJson() const {
   j["bytes_read"] = bytes_read;
   j["seconds"] = seconds;
   j["gb_per_s"] = gb_per_s();
+  j["setup_seconds"] = setup_seconds;
   j["open_seconds"] = open_seconds;
   j["alloc_seconds"] = alloc_seconds;
   j["transfer_seconds"] = transfer_seconds;

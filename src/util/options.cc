@@ -65,12 +65,15 @@ std::string_view GdsModeName(GdsMode m) {
       return "on";
     case GdsMode::kOff:
       return "off";
+    case GdsMode::kCompat:
+      return "compat";
   }
   return "unknown";
 }
 
 StatusOr<GdsMode> ParseGdsMode(std::string_view text) {
-  for (GdsMode m : {GdsMode::kAuto, GdsMode::kOn, GdsMode::kOff}) {
+  for (GdsMode m :
+       {GdsMode::kAuto, GdsMode::kOn, GdsMode::kOff, GdsMode::kCompat}) {
     if (text == GdsModeName(m)) return m;
   }
   return Status::InvalidArgument("unknown GDS mode '" + std::string(text) +
@@ -96,7 +99,7 @@ StatusOr<HostRegisterMode> ParseHostRegisterMode(std::string_view text) {
   }
   return Status::InvalidArgument("unknown host_register mode '" +
                                  std::string(text) +
-                                 "' (expected auto, on or off)");
+                                 "' (expected auto, on, off or compat)");
 }
 
 namespace {

@@ -2,13 +2,17 @@
 python stream_group_worker.py CKPT RANK WORLD PORT WINDOW OUT_JSON [PLAN].
 Streams CKPT with process_group= (and tp_plan=PLAN, a JSON object) and
 checks every tensor against the real safetensors package (the planned ones
-against torch.tensor_split of it); writes names (in order), mismatches and
-bytes read."""
+against torch.tensor_split of it); writes names (in order), mismatches,
+bytes read, and whether destroy_process_group() destroyed the group while
+the ended stream was still referenced ("group_freed": a stream that keeps
+it alive leaves its teardown to interpreter shutdown, where gloo's worker
+threads abort the process)."""
 
 import datetime
 import json
 import os
 import sys
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -39,10 +43,12 @@ for name, t in stream:
     if t.dtype != r.dtype or t.shape != r.shape or not torch.equal(
             t.reshape(-1).view(torch.uint8), r.reshape(-1).view(torch.uint8)):
         bad.append(name)
+group = weakref.ref(dist.group.WORLD)
+dist.destroy_process_group()
 with open(out, "w") as fh:
     json.dump({"names": names, "bad": bad,
                "bytes": stream.report.bytes,
                "bytes_read": stream.report.bytes_read,
                "notes": stream.report.notes,
-               "peak": stream.peak_bytes, "bound": stream.bound_bytes}, fh)
-dist.destroy_process_group()
+               "peak": stream.peak_bytes, "bound": stream.bound_bytes,
+               "group_freed": group() is None}, fh)

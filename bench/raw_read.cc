@@ -1,4 +1,4 @@
-#include "env/raw_read.h"
+#include "raw_read.h"
 
 #include <fcntl.h>
 #include <unistd.h>

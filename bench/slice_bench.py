@@ -1,0 +1,87 @@
+"""Slices of one weight to a CUDA device: weightlift against safetensors.
+
+    python3 bench/slice_bench.py [--dir DIR] [--device cuda:0] [--repeat 5]
+
+Writes DIR/slice.safetensors (a 4096 x 11008 bf16 weight, the Llama-2-7B
+MLP shape, random data) once, keeps it in the page cache, then for a row
+slice [1024:2048] and a column slice [:, 2752:5504] times, in the same
+process and interleaved, synchronized:
+  weightlift  safe_open(f, "pt", device=DEV).get_slice("w")[index]
+  safetensors safe_open(f, "pt").get_slice("w")[index].to(DEV)
+Best of REPEAT each; prints both, the ratio (issue 10 asks >= 5x) and
+whether the bytes are equal, plus weightlift's report of the last call.
+"""
+
+import argparse
+import os
+import time
+
+import torch
+import safetensors
+import safetensors.torch
+
+import weightlift
+
+INDICES = {
+    "row slice [1024:2048]": (slice(1024, 2048),),
+    "column slice [:, 2752:5504]": (slice(None), slice(2752, 5504)),
+}
+
+
+def timed(fn, device):
+    torch.cuda.synchronize(device)
+    t0 = time.perf_counter()
+    out = fn()
+    torch.cuda.synchronize(device)
+    return time.perf_counter() - t0, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="/var/tmp/wl_slice")
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+    path = os.path.join(a.dir, "slice.safetensors")
+    if not os.path.exists(path):
+        g = torch.Generator().manual_seed(10)
+        w = torch.randn(4096, 11008, generator=g).to(torch.bfloat16)
+        safetensors.torch.save_file({"w": w}, path)
+    with open(path, "rb") as f:  # into the page cache
+        while f.read(64 << 20):
+            pass
+    torch.empty(1, device=a.device)  # CUDA context before any clock
+    print(f"file {path} ({os.path.getsize(path) / 1e6:.1f} MB, page cache); "
+          f"device {a.device}; torch {torch.__version__}; safetensors "
+          f"{safetensors.__version__}; best of {a.repeat}")
+    ok = True
+    for label, index in INDICES.items():
+        best = {"weightlift": 1e9, "safetensors": 1e9}
+        with weightlift.safe_open(path, "pt", device=a.device) as wf, \
+                safetensors.safe_open(path, "pt") as sf:
+            for _ in range(a.repeat):
+                dt, got = timed(lambda: wf.get_slice("w")[index], a.device)
+                best["weightlift"] = min(best["weightlift"], dt)
+                dt, want = timed(
+                    lambda: sf.get_slice("w")[index].to(a.device), a.device)
+                best["safetensors"] = min(best["safetensors"], dt)
+            report = weightlift.last_report()
+        same = torch.equal(got.view(torch.int16), want.view(torch.int16))
+        ok = ok and same
+        nbytes = got.numel() * got.element_size()
+        ratio = best["safetensors"] / best["weightlift"]
+        print(f"{label}: {nbytes / 1e6:.1f} MB; weightlift "
+              f"{best['weightlift'] * 1e3:.2f} ms "
+              f"({nbytes / best['weightlift'] / 1e9:.2f} GB/s), safetensors "
+              f"get_slice + .to {best['safetensors'] * 1e3:.2f} ms "
+              f"({nbytes / best['safetensors'] / 1e9:.2f} GB/s): "
+              f"{ratio:.1f}x ({'>= 5x: met' if ratio >= 5 else '< 5x: NOT met'})"
+              f"; bytes {'equal' if same else 'DIFFER'}")
+        print("  weightlift report: " + " | ".join(report.notes))
+    if not ok:
+        raise SystemExit("slices differ from safetensors")
+
+
+if __name__ == "__main__":
+    main()
