@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "module_common.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
 #include "weightlift/format_error.h"
@@ -48,7 +49,6 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace weightlift::python {
-namespace {
 
 // ---- errors ---------------------------------------------------------------
 
@@ -76,12 +76,6 @@ nb::object& ErrorFactory() {
 
 void ThrowIfError(const Status& status) {
   if (!status.ok()) Raise(status);
-}
-
-template <typename T>
-T ValueOrRaise(StatusOr<T> v) {
-  if (!v.ok()) Raise(v.status());
-  return std::move(v).value();
 }
 
 // ---- buffer ownership -----------------------------------------------------
@@ -215,9 +209,7 @@ LoadOptions OptionsFromDict(const nb::dict& d) {
 
 // ---- Checkpoint -----------------------------------------------------------
 
-struct PyCheckpoint {
-  std::shared_ptr<const Checkpoint> ckpt;
-};
+namespace {
 
 PyCheckpoint OpenCheckpoint(const std::string& path) {
   StatusOr<Checkpoint> c = Status::Internal("unset");
@@ -454,6 +446,7 @@ Job* StartLoadInto(
 }  // namespace
 
 void BindTensorParallel(nb::module_& m);  // tp_bindings.cc
+void BindHostReads(nb::module_& m);       // host_reads.cc
 
 }  // namespace weightlift::python
 
@@ -509,6 +502,7 @@ NB_MODULE(_native, m) {
   });
 
   BindTensorParallel(m);
+  BindHostReads(m);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)
