@@ -7,7 +7,10 @@
 namespace weightlift::internal {
 namespace {
 
-std::string ChunkContext(const ReadChunk& c, const RunOptions& o) {
+// "loading tensor 'x' (and N more) (direct read)"; with FILE (for a
+// sink's own errors, which do not name it) "... from PATH ...".
+std::string ChunkContext(const ReadChunk& c, const RunOptions& o,
+                         const File* file = nullptr) {
   std::string s = "loading ";
   if (o.tensor_name && !c.scatters.empty()) {
     s += "tensor '" + o.tensor_name(c.scatters.front().tensor) + "'";
@@ -17,6 +20,7 @@ std::string ChunkContext(const ReadChunk& c, const RunOptions& o) {
   } else {
     s += "chunk";
   }
+  if (file != nullptr) s += " from " + file->path();
   s += " (" + std::string(c.is_direct() ? "direct" : "bounce") + " read)";
   return s;
 }
@@ -71,7 +75,7 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
       }
       StatusOr<SinkSlot> slot = sink.AcquireSlot(w, c, done);
       if (!slot.ok()) {
-        done.Fail(slot.status());
+        done.Fail(slot.status().WithContext(ChunkContext(c, options, &f)));
         break;
       }
       if (!slot->filled) {
@@ -84,7 +88,7 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
       }
       Status s = sink.Deliver(w, c, *slot, done);
       if (!s.ok()) {
-        done.Fail(std::move(s));
+        done.Fail(s.WithContext(ChunkContext(c, options, &f)));
         break;
       }
       ++bounce;

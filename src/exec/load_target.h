@@ -32,12 +32,14 @@ namespace weightlift::internal {
 struct Route {
   Sink* sink = nullptr;
   int threads = 0;  // RunOptions::threads
-  // chunk_bytes: the largest read (at most the sink's slot); the plan of a
-  // small load uses smaller chunks so that every worker gets some
-  // (ChunkBytesFor).
+  // chunk_bytes: the largest read (at most the sink's slot).
   PlanOptions plan;
+  // A small load's plan uses smaller chunks so that every worker gets some
+  // (ChunkBytesFor, aligned to this; 0: always chunk_bytes).
+  uint64_t spread_alignment = 0;
   // Whether slices may be placed as covering reads with a strided copy out
-  // of a slot (the sink has slots); else their rows are plain ranges.
+  // of a slot, or read as gathered row runs (the sink has slots); else
+  // every row is a plain range (GDS).
   bool strided = true;
 };
 

@@ -115,6 +115,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   const size_t num_routes = routing.routes.size();
   std::vector<std::vector<Segment>> segments(num_routes);
   PlacementStats placement;
+  std::vector<Segment> placed;
   for (size_t k = 0; k < sels.size(); ++k) {
     const TensorSelection& sel = sels[k];
     // Zero-byte tensors touch no file (FilesNeeded skips them).
@@ -133,8 +134,15 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     po.max_chunk_bytes =
         route.strided ? std::max<uint64_t>(g, route.plan.chunk_bytes / g * g)
                       : 0;
-    PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po,
-                   &segments[fr.route], &placement);
+    if (route.strided) {
+      PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po,
+                     &segments[fr.route], &placement);
+    } else {
+      placed.clear();
+      PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po, &placed,
+                     &placement);
+      for (const Segment& s : placed) AppendRows(s, &segments[fr.route]);
+    }
   }
   std::vector<Plan> plans(num_routes);
   std::vector<std::vector<File*>> files(num_routes);
@@ -148,8 +156,18 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
         files[r][i] = routing.files[i].file;
       }
     }
-    plans[r] =
-        MakePlan(segments[r], plan_files, sels.size(), routing.routes[r].plan);
+    const struct Route& route = routing.routes[r];
+    PlanOptions popt = route.plan;
+    if (route.spread_alignment > 0) {
+      uint64_t bytes = 0;
+      for (const Segment& s : segments[r]) bytes += s.bytes();
+      const int workers = route.threads > 0
+                              ? std::min(route.threads, target_->pool().size())
+                              : target_->pool().size();
+      popt.chunk_bytes = ChunkBytesFor(bytes, workers, popt.chunk_bytes,
+                                       kMinChunkBytes, route.spread_alignment);
+    }
+    plans[r] = MakePlan(segments[r], plan_files, sels.size(), popt);
     total += plans[r].bytes_delivered;
     report->bytes_read += plans[r].bytes_read;
   }
