@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "exec/read_chunk.h"
 #include "util/progress.h"
 
 namespace weightlift::internal {
@@ -147,8 +148,8 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
       const ReadChunk& c = plan.chunks[i];
       File* f = files[c.file];
       if (c.is_direct()) {
-        Status s = f->ReadAt(
-            c.offset, {reinterpret_cast<std::byte*>(c.direct_dst), c.length});
+        Status s =
+            ReadChunkBytes(*f, c, reinterpret_cast<std::byte*>(c.direct_dst));
         if (!s.ok()) {
           fail(s.WithContext(ChunkContext(c, cb)));
           return;
@@ -156,7 +157,7 @@ Status RunHostPlan(const Plan& plan, std::span<File* const> files,
         direct_chunks.fetch_add(1, std::memory_order_relaxed);
       } else {
         std::byte* slot = bounce.Acquire();
-        Status s = f->ReadAt(c.offset, {slot, c.length});
+        Status s = ReadChunkBytes(*f, c, slot);
         if (!s.ok()) {
           bounce.Release(slot);
           fail(s.WithContext(ChunkContext(c, cb)));
