@@ -101,12 +101,12 @@ def stated_overhead(report):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
 def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
-    from tp_reference import LLAMA_PLAN, split_reference
+    from tp_reference import TEST_PLAN, split_reference
     full = _full(ckpt)
     for r in range(n):
         got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=n,
-                                         tp_plan=LLAMA_PLAN)
-        want = split_reference(full, LLAMA_PLAN, r, n)
+                                         tp_plan=TEST_PLAN)
+        want = split_reference(full, TEST_PLAN, r, n)
         assert list(got) == list(want.keys()) or set(got) == set(want)
         for name, w in want.items():
             g = got[name]
@@ -126,11 +126,11 @@ def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
 
 
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
-    from tp_reference import LLAMA_PLAN
+    from tp_reference import TEST_PLAN
     total = _file_bytes(ckpt)
     for r in range(4):
         got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=4,
-                                         tp_plan=LLAMA_PLAN)
+                                         tp_plan=TEST_PLAN)
         assert got.report.bytes_read < 0.4 * total, (
             f"rank {r} read {got.report.bytes_read} of {total} bytes: a TP "
             f"rank must read about its share (if LoadSlices placed the "
@@ -139,9 +139,9 @@ def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
 
 
 def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
-    from tp_reference import LLAMA_PLAN, split_reference
-    want = split_reference(_full(ckpt), LLAMA_PLAN, 1, 3)
-    kw = dict(tp_rank=1, tp_size=3, tp_plan=LLAMA_PLAN)
+    from tp_reference import TEST_PLAN, split_reference
+    want = split_reference(_full(ckpt), TEST_PLAN, 1, 3)
+    kw = dict(tp_rank=1, tp_size=3, tp_plan=TEST_PLAN)
     from weightlift.torch import load_file
     got = load_file(ckpt, **kw)
     assert set(got) == set(want)
@@ -156,7 +156,7 @@ def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
     assert report.missing_keys == [] and report.unexpected_keys == []
     # tp_plan as a JSON file (what the CLI takes).
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(LLAMA_PLAN))
+    plan_file.write_text(json.dumps(TEST_PLAN))
     got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=3,
                                      tp_plan=str(plan_file))
     assert all(torch.equal(got[n], want[n]) for n in want)
@@ -304,9 +304,9 @@ def _cli():
 
 
 def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
-    from tp_reference import LLAMA_PLAN, split_reference
+    from tp_reference import TEST_PLAN, split_reference
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(LLAMA_PLAN))
+    plan_file.write_text(json.dumps(TEST_PLAN))
     full = _full(ckpt)
     for r in range(3):
         proc = subprocess.run(
@@ -315,7 +315,7 @@ def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
             capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
-        want = split_reference(full, LLAMA_PLAN, r, 3)
+        want = split_reference(full, TEST_PLAN, r, 3)
         share = sum(w.numel() * w.element_size() for w in want.values())
         assert out["tp_rank"] == r and out["tp_size"] == 3
         assert out["bytes"] == share
@@ -350,11 +350,11 @@ def test_auto_plan_from_config_json(ckpt, tmp_path):
 def test_positioned_part_reads_match_the_loader(ckpt):
     """_tp.read_part_into (weightlift._stream's path where a native module
     lacks LoadSlices) gives the same bytes as the loader's slice reads."""
-    from tp_reference import LLAMA_PLAN
+    from tp_reference import TEST_PLAN
     c = weightlift._core.open_checkpoint(ckpt)
-    parts, _ = _tp.shards(c.tensors(), 1, 3, list(LLAMA_PLAN.items()))
+    parts, _ = _tp.shards(c.tensors(), 1, 3, list(TEST_PLAN.items()))
     got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=3,
-                                     tp_plan=LLAMA_PLAN)
+                                     tp_plan=TEST_PLAN)
     checked = 0
     for s in parts:
         if not s.split or not s.bytes:
