@@ -162,6 +162,36 @@ def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
     assert all(torch.equal(got[n], want[n]) for n in want)
 
 
+def test_iter_tensors_yields_parts_as_batches_land(ckpt, monkeypatch):
+    """iter_tensors in slice mode hands out the first batch's parts while
+    later batches are not read yet, in checkpoint order, bit-exact; a
+    consumer that stops early leaves nothing running."""
+    from tp_reference import TEST_PLAN, split_reference
+    want = split_reference(_full(ckpt), TEST_PLAN, 2, 4)
+    monkeypatch.setattr(_tp, "ITER_BATCH_BYTES", 8 << 10)
+    kw = dict(tp_rank=2, tp_size=4, tp_plan=TEST_PLAN)
+    it = weightlift.iter_tensors(ckpt, **kw)
+    first = next(it)
+    assert it.batches > 3
+    assert it.batches_loaded == 1, "the first part waited for later reads"
+    assert it.report is None
+    got = dict([first] + list(it))
+    assert it.batches_loaded == it.batches
+    order = [t[0] for t in weightlift._core.open_checkpoint(ckpt).tensors()]
+    assert list(got) == order
+    assert set(got) == set(want)
+    assert all(torch.equal(got[n], want[n]) for n in want)
+    share = sum(w.numel() * w.element_size() for w in want.values())
+    assert it.report.bytes == share and it.report.bytes_read >= share
+    # Stopped after one tensor: the load in flight is waited for, and the
+    # next load (reusing the pooled loader) is fine.
+    it = weightlift.iter_tensors(ckpt, **kw)
+    next(it)
+    it.close()
+    assert torch.equal(dict(weightlift.iter_tensors(ckpt, **kw))[order[0]],
+                       want[order[0]])
+
+
 def test_bad_tp_arguments_are_clear_errors(ckpt):
     with pytest.raises(weightlift.InvalidArgumentError,
                        match="tp_rank 4 with tp_size 4"):
@@ -212,11 +242,12 @@ def test_auto_plan_maps_transformers_words():
 
 # ---- group mode (gloo, separate processes) -------------------------------
 
-def _run_groups(ckpt, worlds, scenario, out_dir, timeout=300):
+def _run_groups(ckpt, worlds, scenario, out_dir, timeout=300, env=None):
     """Runs tp_worker.py: for each world size n, n ranks (forked processes)
     in a gloo group. Returns {n: [rank results]}."""
     env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               **(env or {}))
     proc = subprocess.run(
         [sys.executable, WORKER, ",".join(map(str, worlds)), ckpt, scenario,
          str(out_dir)], env=env, stdout=subprocess.PIPE,
@@ -288,6 +319,55 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
     assert "did not complete within 2 s" in t["error"]
     assert t["seconds"] < 30
+
+
+def test_a_rank_that_dies_mid_load_fails_the_others_in_time(ckpt, tmp_path):
+    """Three real processes; rank 2 exits at its first broadcast, in the
+    middle of a group load. Ranks 0 and 1 each get a WeightliftIOError (or
+    GroupTimeoutError) naming their rank and the collective, within the
+    10 s group_timeout, not a hang."""
+    results = _run_groups(ckpt, (3,), "dies", tmp_path)[3]
+    assert results[2].get("died"), results[2]
+    for r in results[:2]:
+        assert r["ok"], r.get("traceback")
+        d = r["dies"]
+        assert d is not None, "the load succeeded without rank 2"
+        assert "WeightliftIOError" in d["mro"], d
+        assert f"rank {r['rank']} of 3" in d["error"], d
+        assert "broadcast" in d["error"] or "all_gather" in d["error"], d
+        assert d["seconds"] < 10 + 5, d
+
+
+def test_group_mode_memory_stays_bounded(tmp_path):
+    """Peak resident memory of each of 4 gloo ranks, on a 136 MiB checkpoint
+    with the group's batches cut to 8 MiB (17x the bound): with tp_plan a
+    rank's memory rises by its result (its quarter of the split tensors
+    plus the replicated ones) plus at most a few batches, far below the
+    checkpoint; without, by the full result plus the same."""
+    d = tmp_path / "big"
+    d.mkdir()
+    g = torch.Generator().manual_seed(3)
+    tensors = {f"big.{i}.weight": torch.randint(
+        -30000, 30000, (2048, 2048), generator=g, dtype=torch.int16)
+        for i in range(16)}  # 16 x 8 MiB, colwise
+    tensors.update({f"rep.{i}": torch.randint(
+        -30000, 30000, (1024, 1024), generator=g, dtype=torch.int16)
+        for i in range(4)})  # 4 x 2 MiB, replicated
+    save_file(tensors, str(d / "model.safetensors"))
+    del tensors
+    ckpt_bytes = os.path.getsize(d / "model.safetensors")
+    batch = 8 << 20
+    results = _run_groups(str(d), (4,), "memory", tmp_path / "out",
+                          env={"TP_BATCH_BYTES": str(batch)})[4]
+    slack = 2 * batch + (24 << 20)  # the batch in flight, torch and gloo
+    for r in results:
+        assert r["ok"], r.get("traceback")
+        assert r["tp_mismatch"] == [] and r["full_mismatch"] == []
+        assert r["tp_bytes"] == (16 * 8 // 4 + 4 * 2) * 2**20
+        assert r["tp_growth"] <= r["tp_bytes"] + slack, r
+        assert r["tp_growth"] < 0.6 * ckpt_bytes, r
+        assert r["tp_bytes_read"] < 0.4 * ckpt_bytes, r
+        assert r["full_growth"] <= r["full_bytes"] + slack, r
 
 
 # ---- the command line ------------------------------------------------------

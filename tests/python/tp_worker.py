@@ -92,6 +92,67 @@ def run_failures(result):
         open(done, "w").close()
 
 
+def run_dies(result):
+    """The last rank dies (os._exit) at its first broadcast, mid-load; the
+    others must each fail with a clear error within the timeout."""
+    if RANK == WORLD - 1:
+        from weightlift import _group
+
+        def die(self, buf, root):
+            result["died"] = True
+            result["ok"] = True
+            with open(os.path.join(OUT_DIR, f"rank{RANK}.json"), "w") as f:
+                json.dump(result, f)
+            os._exit(17)
+
+        _group.TorchGroupTransport.broadcast = die
+    result["dies"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, process_group=dist.group.WORLD, group_timeout=10))
+
+
+def _status_kib(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def _peak_growth(fn):
+    """FN's result and how far this process's resident memory rose above
+    where it stood before FN (the peak, VmHWM, reset first)."""
+    import gc
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    before = _status_kib("VmRSS")
+    out = fn()
+    return out, _status_kib("VmHWM") - before
+
+
+def run_memory(result):
+    """Peak resident memory of a rank in group mode, on a checkpoint many
+    times the batch bound (BATCH_BYTES set small here)."""
+    from weightlift import _group
+    _group.BATCH_BYTES = int(os.environ["TP_BATCH_BYTES"])
+    plan = {"big.*": "colwise"}
+    pg = dist.group.WORLD
+    got, grew = _peak_growth(lambda: dict(weightlift.load_checkpoint(
+        CKPT, tp_plan=plan, process_group=pg)))
+    result["tp_growth"] = grew
+    result["tp_bytes"] = sum(t.numel() * t.element_size()
+                             for t in got.values())
+    result["tp_bytes_read"] = weightlift.last_report().bytes_read
+    result["tp_mismatch"] = compare(got, reference(plan))
+    del got
+    got, grew = _peak_growth(lambda: dict(weightlift.load_checkpoint(
+        CKPT, process_group=pg)))
+    result["full_growth"] = grew
+    result["full_bytes"] = sum(t.numel() * t.element_size()
+                               for t in got.values())
+    result["full_mismatch"] = compare(got, reference({}))
+
+
 def run_rank():
     result = {"rank": RANK, "ok": False}
     dist.init_process_group(
@@ -131,6 +192,10 @@ def run_rank():
             result["load_into_mismatch"] = compare(targets, ref)
         elif SCENARIO == "failures":
             run_failures(result)
+        elif SCENARIO == "memory":
+            run_memory(result)
+        elif SCENARIO == "dies":
+            run_dies(result)
         result["ok"] = True
     except Exception as e:  # noqa: BLE001 - reported to the test
         result["error_type"] = type(e).__name__
