@@ -107,15 +107,19 @@ class TorchGroupTransport(_native.GroupTransport):
         import torch
 
         t = torch.utils.dlpack.from_dlpack(buf)
-        mine = t.narrow(0, self._rank * part_bytes, part_bytes)
         what = (f"all_gather of {t.numel()} bytes ({part_bytes} per rank)")
         if t.device.type == "cuda":
+            mine = t.narrow(0, self._rank * part_bytes, part_bytes)
             self._run(lambda: self.dist.all_gather_into_tensor(
                 t, mine, group=self.group, async_op=True), what, [t])
         else:
+            # gloo's all_gather gathers into a temporary as large as the
+            # whole tensor, then copies; one in-place broadcast per part
+            # moves the same bytes into the final buffer with none.
             parts = list(t.split(part_bytes))
-            self._run(lambda: self.dist.all_gather(
-                parts, mine, group=self.group, async_op=True), what,
+            self._run(lambda: [self.dist.broadcast(
+                p, src=self._global_rank(k), group=self.group,
+                async_op=True) for k, p in enumerate(parts)], what,
                 [t, parts])
 
     # -- helpers -------------------------------------------------------------
@@ -130,32 +134,40 @@ class TorchGroupTransport(_native.GroupTransport):
                 f"{self._size})")
 
     def _run(self, issue, what: str, tensors) -> None:
+        """ISSUE starts the collective (one work, or a list); each is
+        waited for with what is left of the timeout."""
         if self.error is not None:
             raise WeightliftIOError(f"{self._where()}: {what}: the group "
                                     f"failed earlier ({self.error})",
                                     code="IoError")
         try:
-            work = issue()
+            works = issue()
         except RuntimeError as e:
             self.error = WeightliftIOError(
                 f"{self._where()}: {what} failed: {e}", code="IoError")
             raise self.error from None
+        if not isinstance(works, list):
+            works = [works]
         t0 = time.monotonic()
-        try:
-            work.wait(datetime.timedelta(seconds=self.timeout))
-        except RuntimeError as e:
-            waited = time.monotonic() - t0
-            _keep_until_done(work, self, tensors)
-            if waited >= self.timeout * 0.9:
-                self.error = GroupTimeoutError(
-                    f"{self._where()}: {what} did not complete within "
-                    f"{self.timeout:g} s: {e} (a rank stopped, crashed or "
-                    f"runs a different load)", code="IoError")
-            else:  # refused before the timeout: a peer is gone
-                self.error = WeightliftIOError(
-                    f"{self._where()}: {what} failed after {waited:.1f} s: "
-                    f"{e} (a rank stopped or crashed)", code="IoError")
-            raise self.error from None
+        for work in works:
+            left = max(self.timeout - (time.monotonic() - t0), 0.001)
+            try:
+                work.wait(datetime.timedelta(seconds=left))
+            except RuntimeError as e:
+                waited = time.monotonic() - t0
+                for w in works:
+                    _keep_until_done(w, self, tensors)
+                if waited >= self.timeout * 0.9:
+                    self.error = GroupTimeoutError(
+                        f"{self._where()}: {what} did not complete within "
+                        f"{self.timeout:g} s: {e} (a rank stopped, crashed "
+                        f"or runs a different load)", code="IoError")
+                else:  # refused before the timeout: a peer is gone
+                    self.error = WeightliftIOError(
+                        f"{self._where()}: {what} failed after "
+                        f"{waited:.1f} s: {e} (a rank stopped or crashed)",
+                        code="IoError")
+                raise self.error from None
         if tensors and tensors[0].device.type == "cuda":
             # The load hands the memory on as soon as this returns.
             import torch
