@@ -321,6 +321,20 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert t["seconds"] < 30
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_group_mode_over_nccl_on_each_rank_gpu(ckpt, tmp_path):
+    """Group mode through the C++ load with torch's NCCL group as its
+    transport: one rank per GPU (one GPU here: one rank), device memory
+    handed to NCCL, bit-exact against safetensors."""
+    n = min(torch.cuda.device_count(), 8)
+    results = _run_groups(ckpt, (n,), "nccl", tmp_path)[n]
+    for r in results:
+        assert r["ok"], r.get("traceback")
+        assert r["devices"] == [f"cuda:{r['rank']}"]
+        for key in ("full_mismatch", "tp_group_mismatch", "iter_mismatch"):
+            assert r[key] == [], (r["rank"], key, r[key][:5])
+
+
 def test_a_rank_that_dies_mid_load_fails_the_others_in_time(ckpt, tmp_path):
     """Three real processes; rank 2 exits at its first broadcast, in the
     middle of a group load. Ranks 0 and 1 each get a WeightliftIOError (or

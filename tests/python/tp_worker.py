@@ -153,10 +153,30 @@ def run_memory(result):
     result["full_mismatch"] = compare(got, reference({}))
 
 
+def run_nccl(result):
+    """Group mode over NCCL on cuda:RANK (one GPU: one rank), full and
+    with the plan, each checked bit-exact on the host; the iterator too."""
+    device = f"cuda:{RANK}"
+    torch.cuda.set_device(device)
+    pg = dist.group.WORLD
+    got = weightlift.load_checkpoint(CKPT, device=device, process_group=pg)
+    result["devices"] = sorted({str(t.device) for t in got.values()})
+    result["full_mismatch"] = compare(
+        {n: t.cpu() for n, t in got.items()}, reference({}))
+    got = weightlift.load_checkpoint(CKPT, device=device, tp_plan=TEST_PLAN,
+                                     process_group=pg)
+    result["tp_group_mismatch"] = compare(
+        {n: t.cpu() for n, t in got.items()}, reference(TEST_PLAN))
+    it = weightlift.iter_tensors(CKPT, device=device, tp_plan=TEST_PLAN,
+                                 process_group=pg)
+    result["iter_mismatch"] = compare({n: t.cpu() for n, t in it},
+                                      reference(TEST_PLAN))
+
+
 def run_rank():
     result = {"rank": RANK, "ok": False}
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
+        "nccl" if SCENARIO == "nccl" else "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
         world_size=WORLD, timeout=datetime.timedelta(seconds=60))
     try:
         if SCENARIO == "modes":
@@ -192,6 +212,8 @@ def run_rank():
             result["load_into_mismatch"] = compare(targets, ref)
         elif SCENARIO == "failures":
             run_failures(result)
+        elif SCENARIO == "nccl":
+            run_nccl(result)
         elif SCENARIO == "memory":
             run_memory(result)
         elif SCENARIO == "dies":
