@@ -318,7 +318,17 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     t = r0["timeout"]
     assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
     assert "did not complete within 2 s" in t["error"]
+    assert "rank 0 of 2" in t["error"] and "all_gather" in t["error"]
     assert t["seconds"] < 30
+    # The timed-out collective was still running: its memory was kept, and
+    # rank 1, joining late, wrote its record there. Rank 1's late load then
+    # fails at the next exchange (rank 0 does not go on: a timeout, or a
+    # peer gone once rank 0 exits).
+    assert r0["kept_works"] >= 1
+    assert r0["late_record_landed"], r0
+    late = r1["late"]
+    assert late is not None and "WeightliftIOError" in late["mro"], late
+    assert "read its bytes of batch 0" in late["error"], late
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
