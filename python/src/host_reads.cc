@@ -99,6 +99,16 @@ struct HostReport {
   uint64_t bytes_read = 0;
   uint64_t copied = 0, copied_tensors = 0;  // view: misaligned, copied
   double open_seconds = 0, transfer_seconds = 0, seconds = 0;
+  // Peek (get_slice): the caller copied SLICE_BYTES of the tensor out of
+  // the mapping, in SLICE_SECONDS (set by Sliced).
+  bool sliced = false;
+  uint64_t slice_bytes = 0;
+  double slice_seconds = 0;
+
+  void Sliced(uint64_t bytes, double seconds_taken) {
+    slice_bytes = bytes;
+    slice_seconds = seconds_taken;
+  }
 
   LoadReport Build() const {
     LoadReport r;
@@ -124,9 +134,19 @@ struct HostReport {
                            "its mapping below 4 MiB, pread above)";
         r.files.push_back(std::move(fr));
       }
-      r.files[report_of_file[ti.file]].bytes += ti.size;
-      r.bytes += ti.size;
+      const uint64_t bytes = sliced ? slice_bytes : ti.size;
+      r.files[report_of_file[ti.file]].bytes += bytes;
+      r.bytes += bytes;
       ++r.tensors;
+    }
+    if (sliced) {
+      r.files[0].path_taken = "mmap-slice";
+      r.files[0].reason =
+          "get_slice on cpu: the selected elements copied on the calling "
+          "thread from the handle's mapping of the file";
+      r.bytes_read = slice_bytes;
+      r.transfer_seconds += slice_seconds;
+      r.seconds += slice_seconds;
     }
     if (copied_tensors > 0) {
       r.notes.push_back(std::to_string(copied_tensors) + " tensors (" +
@@ -185,6 +205,34 @@ class HostReads {
     const auto t1 = Clock::now();
     nb::object data = Export(ti, as_memoryview, rep.get());
     return Finish(data, std::move(rep), t0, t1);
+  }
+
+  // get_slice on cpu: tensor NAME's bytes in the handle's mapping of its
+  // file, whatever the mode (for copy mode a read-only mapping: the caller
+  // copies the selected elements out and never writes or keeps this), and
+  // the HostReport, which the caller completes with HostReport.sliced.
+  // None where this path does not apply, and for a tensor misaligned for
+  // its dtype (the loader then reads the slice).
+  nb::object Peek(const std::string& name, bool as_memoryview) {
+    const auto t0 = Clock::now();
+    auto rep = NewReport();
+    const uint32_t k = Index(name);
+    rep->tensors.push_back(k);
+    rep->sliced = true;
+    const TensorInfo& ti = ckpt_->tensors()[k];
+    if (ti.size == 0 || !Ready(ti.file)) return nb::none();
+    FileState& fs = files_[ti.file];
+    if (!view_) ThrowIfError(internal::CheckUnchanged(*fs.file));
+    std::byte* at = fs.map->data() + ti.offset;
+    const int bits = DTypeBits(ti.dtype);
+    if (bits % 8 != 0 || reinterpret_cast<uintptr_t>(at) % (bits / 8) != 0) {
+      return nb::none();
+    }
+    rep->open_seconds = SecondsSince(t0);
+    nb::object data =
+        ExportBytes(at, ti.size, Device::Cpu(),
+                    std::shared_ptr<void>(fs.map, at), as_memoryview);
+    return Finish(data, std::move(rep), t0, Clock::now());
   }
 
  private:
@@ -343,8 +391,8 @@ class HostReads {
 void BindHostReads(nb::module_& m) {
   using namespace nb::literals;
   nb::class_<HostReport>(m, "HostReport")
-      .def("as_dict",
-           [](const HostReport& r) { return ReportDict(r.Build()); });
+      .def("as_dict", [](const HostReport& r) { return ReportDict(r.Build()); })
+      .def("sliced", &HostReport::Sliced, "bytes"_a, "seconds"_a);
   nb::class_<HostReads>(m, "HostReads")
       .def(
           "__init__",
@@ -354,7 +402,8 @@ void BindHostReads(nb::module_& m) {
           },
           "checkpoint"_a, "options"_a, "view"_a)
       .def("get", &HostReads::Get, "names"_a, "memoryview"_a = false)
-      .def("get_one", &HostReads::GetOne, "name"_a, "memoryview"_a = false);
+      .def("get_one", &HostReads::GetOne, "name"_a, "memoryview"_a = false)
+      .def("peek", &HostReads::Peek, "name"_a, "memoryview"_a = false);
 }
 
 }  // namespace weightlift::python
