@@ -92,10 +92,16 @@ StatusOr<std::shared_ptr<OwnedBytes>> Allocate(uint64_t size,
 // from it the dict) is built only when Python asks (last_report()), so a
 // call does not pay for strings it never shows.
 struct HostReport {
-  std::shared_ptr<const Checkpoint> ckpt;
+  // Not the Checkpoint: a report kept as last_report() must not keep the
+  // checkpoint's files open.
+  std::shared_ptr<const std::vector<std::string>> paths;  // per file
   std::shared_ptr<const LoadOptions> options;
   bool view = false;
-  std::vector<uint32_t> tensors;  // indices into ckpt->tensors()
+  struct Tensor {
+    uint32_t file;  // index into paths
+    uint64_t size;
+  };
+  std::vector<Tensor> tensors;
   uint64_t bytes_read = 0;
   uint64_t copied = 0, copied_tensors = 0;  // view: misaligned, copied
   double open_seconds = 0, transfer_seconds = 0, seconds = 0;
@@ -118,13 +124,12 @@ struct HostReport {
     r.open_seconds = open_seconds;
     r.transfer_seconds = transfer_seconds;
     r.seconds = seconds;
-    std::vector<int> report_of_file(ckpt->files().size(), -1);
-    for (uint32_t k : tensors) {
-      const TensorInfo& ti = ckpt->tensors()[k];
+    std::vector<int> report_of_file(paths->size(), -1);
+    for (const Tensor& ti : tensors) {
       if (report_of_file[ti.file] < 0) {
         report_of_file[ti.file] = static_cast<int>(r.files.size());
         FileReport fr;
-        fr.path = ckpt->files()[ti.file].path;
+        fr.path = (*paths)[ti.file];
         fr.path_taken = view ? "mmap-view" : "copy";
         fr.reason = view ? "safe_open on cpu: a view of the handle's private "
                            "(copy-on-write) mapping of the file, as "
@@ -167,7 +172,11 @@ class HostReads {
       : ckpt_(std::move(ckpt)),
         options_(std::make_shared<const LoadOptions>(std::move(options))),
         view_(view),
-        files_(ckpt_->files().size()) {}
+        files_(ckpt_->files().size()) {
+    auto paths = std::make_shared<std::vector<std::string>>();
+    for (const FileInfo& f : ckpt_->files()) paths->push_back(f.path);
+    paths_ = std::move(paths);
+  }
 
   // [data] for NAMES (ExportBytes: DLPack capsules, or for AS_MEMORYVIEW
   // (numpy) memoryviews or bytearrays; None for empty tensors) and the
@@ -176,19 +185,20 @@ class HostReads {
   nb::object Get(const std::vector<std::string>& names, bool as_memoryview) {
     const auto t0 = Clock::now();
     auto rep = NewReport();
+    std::vector<const TensorInfo*> infos;
+    infos.reserve(names.size());
     rep->tensors.reserve(names.size());
-    for (const std::string& n : names) rep->tensors.push_back(Index(n));
+    for (const std::string& n : names) infos.push_back(&Add(rep.get(), n));
     std::vector<bool> ready(files_.size(), false);
-    for (uint32_t k : rep->tensors) {
-      const uint32_t i = ckpt_->tensors()[k].file;
-      if (!ready[i] && !Ready(i)) return nb::none();
-      ready[i] = true;
+    for (const TensorInfo* ti : infos) {
+      if (!ready[ti->file] && !Ready(ti->file)) return nb::none();
+      ready[ti->file] = true;
     }
     rep->open_seconds = SecondsSince(t0);
     const auto t1 = Clock::now();
     nb::list out;
-    for (uint32_t k : rep->tensors) {
-      out.append(Export(ckpt_->tensors()[k], as_memoryview, rep.get()));
+    for (const TensorInfo* ti : infos) {
+      out.append(Export(*ti, as_memoryview, rep.get()));
     }
     return Finish(out, std::move(rep), t0, t1);
   }
@@ -197,9 +207,7 @@ class HostReads {
   nb::object GetOne(const std::string& name, bool as_memoryview) {
     const auto t0 = Clock::now();
     auto rep = NewReport();
-    const uint32_t k = Index(name);
-    rep->tensors.push_back(k);
-    const TensorInfo& ti = ckpt_->tensors()[k];
+    const TensorInfo& ti = Add(rep.get(), name);
     if (!Ready(ti.file)) return nb::none();
     rep->open_seconds = SecondsSince(t0);
     const auto t1 = Clock::now();
@@ -216,10 +224,8 @@ class HostReads {
   nb::object Peek(const std::string& name, bool as_memoryview) {
     const auto t0 = Clock::now();
     auto rep = NewReport();
-    const uint32_t k = Index(name);
-    rep->tensors.push_back(k);
+    const TensorInfo& ti = Add(rep.get(), name);
     rep->sliced = true;
-    const TensorInfo& ti = ckpt_->tensors()[k];
     if (ti.size == 0 || !Ready(ti.file)) return nb::none();
     FileState& fs = files_[ti.file];
     if (!view_) ThrowIfError(internal::CheckUnchanged(*fs.file));
@@ -243,16 +249,20 @@ class HostReads {
 
   std::unique_ptr<HostReport> NewReport() const {
     auto rep = std::make_unique<HostReport>();
-    rep->ckpt = ckpt_;
+    rep->paths = paths_;
     rep->options = options_;
     rep->view = view_;
     return rep;
   }
 
-  uint32_t Index(const std::string& name) const {
-    const int64_t k = ckpt_->IndexOf(name);
-    if (k < 0) Raise(Status::NotFound("File does not contain tensor " + name));
-    return static_cast<uint32_t>(k);
+  // Tensor NAME, counted in REP. Raises NotFound.
+  const TensorInfo& Add(HostReport* rep, const std::string& name) const {
+    const TensorInfo* ti = ckpt_->Find(name);
+    if (ti == nullptr) {
+      Raise(Status::NotFound("File does not contain tensor " + name));
+    }
+    rep->tensors.push_back({ti->file, ti->size});
+    return *ti;
   }
 
   // Whether file I can be served here: prepared at its first use (opened,
@@ -381,6 +391,7 @@ class HostReads {
 
   std::shared_ptr<const Checkpoint> ckpt_;
   std::shared_ptr<const LoadOptions> options_;
+  std::shared_ptr<const std::vector<std::string>> paths_;  // for reports
   bool view_;
   std::mutex mu_;
   std::vector<FileState> files_;

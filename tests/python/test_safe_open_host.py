@@ -254,3 +254,19 @@ def test_misaligned_slice_goes_through_the_loader(tmp_path):
         r = weightlift.last_report()
     assert torch.equal(got, want[2:5])
     assert r.files[0].path_taken != "mmap-slice"
+
+
+@pytest.mark.parametrize("framework", ["pt", "np"])
+def test_no_descriptor_is_left_once_the_handle_is_gone(model_file, framework):
+    """Neither the tensors handed out (views hold the mapping, not the
+    file) nor the last report keep a file descriptor open."""
+    fd_dir = f"/proc/{os.getpid()}/fd"
+    before = len(os.listdir(fd_dir))
+    with weightlift.safe_open(model_file, framework) as f:
+        t = f.get_tensor("i")
+        f.get_slice("w")[1:3]
+    del f
+    assert weightlift.last_report() is not None
+    assert len(os.listdir(fd_dir)) == before
+    with safetensors.safe_open(model_file, framework) as g:
+        assert_same_value(t, g.get_tensor("i"), "after close")
