@@ -26,16 +26,9 @@ import subprocess
 import sys
 import time
 
-LLAMA_PLAN = {
-    "*.self_attn.q_proj.weight": "colwise",
-    "*.self_attn.k_proj.weight": "colwise",
-    "*.self_attn.v_proj.weight": "colwise",
-    "*.self_attn.o_proj.weight": "rowwise",
-    "*.mlp.gate_proj.weight": "colwise",
-    "*.mlp.up_proj.weight": "colwise",
-    "*.mlp.down_proj.weight": "rowwise",
-    "lm_head.weight": "colwise",
-}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "python"))
+from tp_reference import LLAMA_PLAN, part_bounds  # noqa: E402
 
 
 def files_of(ckpt):
@@ -45,18 +38,7 @@ def files_of(ckpt):
 
 def part_index(name, shape, n, r):
     """The rule's part as (dim, start, stop), or None for replicated."""
-    import fnmatch
-    word = next((w for p, w in LLAMA_PLAN.items()
-                 if fnmatch.fnmatchcase(name, p)), "replicate")
-    if word == "colwise" and len(shape) >= 1:
-        dim = 0
-    elif word == "rowwise" and len(shape) >= 2:
-        dim = len(shape) - 1
-    else:
-        return None
-    q, rem = divmod(shape[dim], n)
-    start = r * q + min(r, rem)
-    return dim, start, start + q + (1 if r < rem else 0)
+    return part_bounds(name, shape, LLAMA_PLAN, r, n)
 
 
 def st_slices(ckpt, n, r, device):

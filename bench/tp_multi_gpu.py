@@ -23,40 +23,19 @@ Rank 0 prints one summary line per mode and writes the JSON.
 
 import argparse
 import datetime
-import fnmatch
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 
 import torch
 import torch.distributed as dist
 
-LLAMA_PLAN = {
-    "*.self_attn.q_proj.weight": "colwise",
-    "*.self_attn.k_proj.weight": "colwise",
-    "*.self_attn.v_proj.weight": "colwise",
-    "*.self_attn.o_proj.weight": "rowwise",
-    "*.mlp.gate_proj.weight": "colwise",
-    "*.mlp.up_proj.weight": "colwise",
-    "*.mlp.down_proj.weight": "rowwise",
-    "lm_head.weight": "colwise",
-}
-
-
-def split_reference(full, rank, size):
-    out = {}
-    for name, t in full.items():
-        word = next((w for p, w in LLAMA_PLAN.items()
-                     if fnmatch.fnmatchcase(name, p)), "replicate")
-        if word == "colwise" and t.dim() >= 1:
-            out[name] = torch.tensor_split(t, size, 0)[rank]
-        elif word == "rowwise" and t.dim() >= 2:
-            out[name] = torch.tensor_split(t, size, t.dim() - 1)[rank]
-        else:
-            out[name] = t
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "python"))
+from tp_reference import LLAMA_PLAN, split_reference  # noqa: E402
 
 
 def compute_apps():
@@ -203,7 +182,7 @@ def main():
             if f.endswith(".safetensors"):
                 full.update(load_file(os.path.join(args.ckpt, f),
                                       device=device))
-        want_parts = split_reference(full, rank, size)
+        want_parts = split_reference(full, LLAMA_PLAN, rank, size)
         for mode, got in loaded.items():
             want = full if mode == "group_full" else want_parts
             bad = [k for k in want if k not in got

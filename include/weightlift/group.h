@@ -8,11 +8,13 @@
 //     run time, on one CUDA device per rank;
 //   - ThreadGroup (src/dist/thread_group.h): ranks as threads of one
 //     process (tests, and host loads split over threads);
-//   - the Python package drives a torch.distributed group with the same
-//     plan (weightlift/_group.py).
+//   - the Python package's TorchGroupTransport (weightlift/_group.py): a
+//     torch.distributed group (gloo or NCCL) behind this interface, so
+//     Python runs this same LoadWithGroup.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "weightlift/status.h"
 
@@ -32,9 +34,22 @@ class GroupTransport {
   // In place: before, rank r's PART_BYTES sit at DATA + r * PART_BYTES;
   // after, every rank has all SIZE parts. Same blocking and timeout.
   virtual Status AllGather(void* data, uint64_t part_bytes) = 0;
+
+  // After a collective failed, MEMORY (what it, or any collective issued
+  // before, was given) may still be written by work the transport could
+  // not stop (torch's gloo work outlives a timed-out wait). A group load
+  // hands its memory here before letting go of it; a transport whose
+  // failed work may still run keeps it as long as that work can. Default:
+  // nothing, for transports that stop their work before a collective
+  // returns (NcclCommunicator aborts, ThreadGroup copies synchronously).
+  virtual void Retain(std::shared_ptr<void> memory) { (void)memory; }
 };
 
 }  // namespace weightlift
+
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -51,7 +66,24 @@ struct GroupLoadRequest {
   TensorParallel tp;
   uint64_t allgather_min_bytes = 4u << 20;  // see GroupPlanOptions
   uint64_t batch_bytes = 256u << 20;
+  // The tensors to load, by name (checkpoint order whatever the order
+  // here); empty: every tensor. Every rank must name the same ones.
+  std::vector<std::string> names;
+  // Optional: each tensor once final on this rank, just before on_ready,
+  // as the LoadedTensor the result will hold (sharing its memory): for
+  // callers that hand tensors out while the load runs. Calling thread.
+  std::function<void(size_t index, const LoadedTensor& tensor)> on_tensor;
 };
+
+// The agreement a group load starts with: every rank's MINE (OK, or why
+// it cannot start) and FINGERPRINT (GroupFingerprint) are all-gathered
+// through memory on DEVICE. A failed rank, or ranks whose fingerprints
+// differ, make it InvalidArgument on every rank, naming the ranks; a rank
+// that failed gets its own MINE back. A rank that cannot even open the
+// checkpoint calls it with its error so the others fail with the reason
+// instead of waiting for it.
+Status AgreeOnGroupLoad(GroupTransport& group, const Device& device,
+                        const Status& mine, const std::string& fingerprint);
 
 // Loads CKPT on this rank of GROUP with LOADER (whose device is this rank's
 // own and the memory the transport moves: host for ThreadGroup, the CUDA
@@ -61,9 +93,15 @@ struct GroupLoadRequest {
 // rank, naming the ranks. Tensors come in checkpoint order, each in memory
 // this call allocated (one allocation, 256-byte aligned tensors); the
 // report counts this rank's reads (bytes_read) and notes what the group
-// delivered.
+// delivered. The plan runs in batches; batch k + 1's reads (on a thread of
+// this call) overlap batch k's collectives (on the calling thread).
+// CALLBACKS.on_ready(i, tensor) comes, on the calling thread, for each
+// tensor once its bytes are final on this rank (a batch at a time), and
+// on_progress with the bytes final so far. On an error every rank stops
+// at its first failed collective; the memory goes to GROUP.Retain.
 StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
                                    GroupTransport& group,
-                                   const GroupLoadRequest& request);
+                                   const GroupLoadRequest& request,
+                                   const LoadCallbacks& callbacks = {});
 
 }  // namespace weightlift

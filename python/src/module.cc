@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,9 +35,11 @@
 #include <utility>
 #include <vector>
 
+#include "module_common.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
 #include "weightlift/format_error.h"
+#include "weightlift/group.h"
 #include "weightlift/loader.h"
 #include "weightlift/object_storage.h"
 #include "weightlift/options.h"
@@ -48,7 +51,6 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace weightlift::python {
-namespace {
 
 // ---- errors ---------------------------------------------------------------
 
@@ -76,12 +78,6 @@ nb::object& ErrorFactory() {
 
 void ThrowIfError(const Status& status) {
   if (!status.ok()) Raise(status);
-}
-
-template <typename T>
-T ValueOrRaise(StatusOr<T> v) {
-  if (!v.ok()) Raise(v.status());
-  return std::move(v).value();
 }
 
 // ---- buffer ownership -----------------------------------------------------
@@ -215,9 +211,7 @@ LoadOptions OptionsFromDict(const nb::dict& d) {
 
 // ---- Checkpoint -----------------------------------------------------------
 
-struct PyCheckpoint {
-  std::shared_ptr<const Checkpoint> ckpt;
-};
+namespace {
 
 PyCheckpoint OpenCheckpoint(const std::string& path) {
   StatusOr<Checkpoint> c = Status::Internal("unset");
@@ -245,23 +239,31 @@ struct JobState {
   bool done = false;
   Status status;
   std::optional<LoadResult> result;  // Load only
-  LoadReport report;                 // LoadInto (Load: result->report)
+  // Tensors a group load made final before the end (take_ready).
+  std::map<size_t, LoadedTensor> early;
+  LoadReport report;  // LoadInto (Load: result->report)
   std::atomic<uint64_t> progress_done{0};
   std::atomic<uint64_t> progress_total{0};
 };
 
-// What a Job runs: Load(names), LoadInto(dests) or LoadSlices(requests).
-enum class JobKind { kLoad, kLoadInto, kLoadSlices };
+// What a Job runs: Load(names), LoadInto(dests) or LoadSlices(requests);
+// a group load (LoadWithGroup) is a kCustom job's function.
+enum class JobKind { kLoad, kLoadInto, kLoadSlices, kCustom };
+
+// A load as a function of its callbacks and state (kCustom).
+using LoadFunction =
+    std::function<StatusOr<LoadResult>(const LoadCallbacks&, JobState&)>;
 
 class Job {
  public:
-  // Starts Load (names), LoadInto (dests) or LoadSlices (requests) on a new
-  // thread. KEEPALIVE is held until the thread has ended: for LoadInto it
-  // owns the destination memory, which must outlive every write.
+  // Starts Load (names), LoadInto (dests), LoadSlices (requests) or RUN
+  // (kCustom) on a new thread. KEEPALIVE is held until the thread has
+  // ended: for LoadInto it owns the destination memory, which must outlive
+  // every write; for a group load, the transport the thread calls.
   Job(std::shared_ptr<Loader> loader, std::shared_ptr<const Checkpoint> ckpt,
       JobKind kind, std::vector<std::string> names,
       std::vector<Destination> dests, std::vector<TensorRequest> requests,
-      nb::object keepalive)
+      nb::object keepalive, LoadFunction run = nullptr)
       : loader_(std::move(loader)),
         ckpt_(std::move(ckpt)),
         state_(std::make_shared<JobState>()),
@@ -281,14 +283,15 @@ class Job {
     thread_ = std::thread([loader = loader_, ckpt = ckpt_, st = state_,
                            names = std::move(names), dests = std::move(dests),
                            requests = std::move(requests), kind,
-                           cb = std::move(cb)]() mutable {
+                           run = std::move(run), cb = std::move(cb)]() mutable {
       Status status;
       std::optional<LoadResult> result;
       LoadReport report;
       if (kind == JobKind::kLoadInto) {
         status = loader->LoadInto(*ckpt, dests, &report, cb);
       } else {
-        StatusOr<LoadResult> r = kind == JobKind::kLoadSlices
+        StatusOr<LoadResult> r = kind == JobKind::kCustom ? run(cb, *st)
+                                 : kind == JobKind::kLoadSlices
                                      ? loader->LoadSlices(*ckpt, requests, cb)
                                      : loader->Load(*ckpt, names, cb);
         if (r.ok()) {
@@ -354,6 +357,27 @@ class Job {
     return ReportDict(state_->report);
   }
 
+  // A tensor next_ready handed out whose bytes came before the end (a
+  // group load's): (name, dtype, shape, bytes_or_None) as take_tensors
+  // gives it; once per index.
+  nb::tuple TakeReady(size_t index) {
+    LoadedTensor t;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      auto it = state_->early.find(index);
+      if (it == state_->early.end()) {
+        throw nb::index_error(
+            "take_ready: that tensor is not ready, or "
+            "was taken already");
+      }
+      t = std::move(it->second);
+      state_->early.erase(it);
+    }
+    nb::object arr = ExportBytes(t.data, t.size, t.device, t.owner, false);
+    return nb::make_tuple(t.name, std::string(DTypeName(t.dtype)),
+                          ShapeTuple(t.shape), arr);
+  }
+
   // After a successful Load: [(name, dtype, shape, bytes_or_None)], the
   // bytes as ExportBytes makes them.
   // Hands the buffers over to Python; a second call returns an empty list.
@@ -392,6 +416,17 @@ class Job {
 };
 
 // ---- Loader ---------------------------------------------------------------
+
+}  // namespace
+
+// tp_bindings.cc: the shard rule from Python's words, and the device the
+// Python transport's buffers are on.
+StatusOr<TensorParallel> ParseTensorParallel(
+    int rank, int size,
+    const std::vector<std::tuple<std::string, std::string>>& plan);
+void SetTransportDevice(GroupTransport& t, const Device& d);
+
+namespace {
 
 struct PyLoader {
   std::shared_ptr<Loader> loader;
@@ -451,9 +486,80 @@ Job* StartLoadInto(
                  {}, std::move(keepalive));
 }
 
+// GROUP's collectives run on this rank's job thread: a Python subclass of
+// _native.GroupTransport (weightlift._group.TorchGroupTransport), kept alive
+// by the job. CKPT None or ERROR given: this rank cannot start; it joins
+// the group's agreement with ERROR (code name, message) so every rank
+// fails with the reason instead of waiting for it. Otherwise
+// LoadWithGroup: TENSOR_PARALLEL with (RANK, SIZE, PLAN) as the shard rule;
+// NAMES the tensors (empty: all). The tensors come as take_tensors gives
+// them; next_ready as batches complete.
+Job* StartLoadGroup(
+    PyLoader& self, const PyCheckpoint* ckpt, nb::object transport,
+    bool tensor_parallel, int rank, int size,
+    const std::vector<std::tuple<std::string, std::string>>& plan,
+    std::vector<std::string> names, uint64_t allgather_min_bytes,
+    uint64_t batch_bytes,
+    const std::optional<std::tuple<std::string, std::string>>& error) {
+  GroupTransport* group = nb::cast<GroupTransport*>(transport);
+  const Device device = self.loader->options().device;
+  SetTransportDevice(*group, device);
+  Status failed = Status::OK();
+  if (error) {
+    StatusCode code = StatusCode::kInvalidArgument;  // by its name
+    for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
+      if (std::get<0>(*error) == StatusCodeName(static_cast<StatusCode>(c))) {
+        code = static_cast<StatusCode>(c);
+      }
+    }
+    failed = Status(code, std::get<1>(*error));
+  } else if (ckpt == nullptr) {
+    failed = Status::InvalidArgument("group load: no checkpoint");
+  }
+  GroupLoadRequest req;
+  req.tensor_parallel = tensor_parallel;
+  req.names = std::move(names);
+  req.allgather_min_bytes = allgather_min_bytes;
+  req.batch_bytes = batch_bytes;
+  if (failed.ok() && tensor_parallel) {
+    // A rank or size that is not the group's is LoadWithGroup's error
+    // (it names the group); the plan's words are checked here.
+    const bool in_group = size == group->size() && rank == group->rank();
+    StatusOr<TensorParallel> tp = ParseTensorParallel(
+        in_group ? rank : 0, in_group ? size : group->size(), plan);
+    if (tp.ok()) {
+      req.tp = std::move(*tp);
+      req.tp.rank = rank;
+      req.tp.size = size;
+    } else {
+      failed = tp.status();
+    }
+  }
+  std::shared_ptr<Loader> loader = self.loader;
+  std::shared_ptr<const Checkpoint> c = ckpt ? ckpt->ckpt : nullptr;
+  LoadFunction run = [loader, c, group, req = std::move(req), failed, device](
+                         const LoadCallbacks& cb,
+                         JobState& st) mutable -> StatusOr<LoadResult> {
+    if (!failed.ok()) {
+      // The agreement travels on the host unless the loader's device is
+      // one NCCL can carry; a rank that failed still joins it.
+      Status s = AgreeOnGroupLoad(*group, device, failed, "");
+      return s.ok() ? failed : s;
+    }
+    req.on_tensor = [&st](size_t i, const LoadedTensor& t) {
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.early[i] = t;
+    };
+    return LoadWithGroup(*loader, *c, *group, req, cb);
+  };
+  return new Job(self.loader, c, JobKind::kCustom, {}, {}, {},
+                 std::move(transport), std::move(run));
+}
+
 }  // namespace
 
 void BindTensorParallel(nb::module_& m);  // tp_bindings.cc
+void BindHostReads(nb::module_& m);       // host_reads.cc
 
 }  // namespace weightlift::python
 
@@ -509,6 +615,7 @@ NB_MODULE(_native, m) {
   });
 
   BindTensorParallel(m);
+  BindHostReads(m);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)
@@ -558,7 +665,8 @@ NB_MODULE(_native, m) {
       .def("next_ready", &Job::NextReady, "timeout"_a)
       .def("progress", &Job::Progress)
       .def("finish", &Job::Finish)
-      .def("take_tensors", &Job::TakeTensors, "memoryview"_a = false);
+      .def("take_tensors", &Job::TakeTensors, "memoryview"_a = false)
+      .def("take_ready", &Job::TakeReady, "index"_a);
 
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::new_(&CreateLoader), "options"_a)
@@ -569,5 +677,9 @@ NB_MODULE(_native, m) {
       .def("start_load_slices", &StartLoadSlices, "checkpoint"_a, "requests"_a,
            nb::rv_policy::take_ownership)
       .def("start_load_into", &StartLoadInto, "checkpoint"_a, "dests"_a,
-           "keepalive"_a, nb::rv_policy::take_ownership);
+           "keepalive"_a, nb::rv_policy::take_ownership)
+      .def("start_load_group", &StartLoadGroup, "checkpoint"_a.none(),
+           "transport"_a, "tensor_parallel"_a, "rank"_a, "size"_a, "plan"_a,
+           "names"_a, "allgather_min_bytes"_a, "batch_bytes"_a,
+           "error"_a.none(), nb::rv_policy::take_ownership);
 }

@@ -1,5 +1,9 @@
 // weightlift._native's tensor-parallel functions: the C++ shard rule and
-// group planner (src/plan), for weightlift/_tp.py and _group.py.
+// group planner (src/plan), for weightlift/_tp.py and _group.py, and the
+// GroupTransport interface (include/weightlift/group.h) as a class Python
+// subclasses (weightlift._group.TorchGroupTransport fills it with a
+// torch.distributed group; module.cc's start_load_group runs
+// LoadWithGroup over it).
 //
 // They take the checkpoint as Checkpoint.tensors() returns it, a list of
 // (name, dtype, shape, file, offset, size), so this file needs nothing from
@@ -7,11 +11,17 @@
 // Python side raises it through weightlift._errors.from_status, the same
 // classes every other error has.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+#include <nanobind/trampoline.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -20,6 +30,7 @@
 #include "plan/group_plan.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
+#include "weightlift/group.h"
 #include "weightlift/status.h"
 #include "weightlift/tensor_parallel.h"
 
@@ -27,6 +38,11 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace weightlift::python {
+
+StatusOr<TensorParallel> ParseTensorParallel(
+    int rank, int size,
+    const std::vector<std::tuple<std::string, std::string>>& plan);
+
 namespace {
 
 using TensorTuple = std::tuple<std::string, std::string, std::vector<uint64_t>,
@@ -60,6 +76,86 @@ StatusOr<std::vector<TensorInfo>> ToInfos(
 }
 
 StatusOr<TensorParallel> ToTp(int rank, int size, const PlanPairs& plan) {
+  return ParseTensorParallel(rank, size, plan);
+}
+
+// The trampoline of GroupTransport: its collectives call the Python
+// subclass's broadcast(buf, root) / all_gather(buf, part_bytes), BUF a 1-D
+// uint8 array (DLPack, host or the CUDA device of the memory) over the C++
+// memory, valid only during the call. They run on the group load's thread:
+// the GIL is taken for each call. A Python exception becomes IoError with
+// its text (the subclass keeps the exception itself for its caller).
+class PyGroupTransport : public GroupTransport {
+ public:
+  NB_TRAMPOLINE(GroupTransport);
+
+  int rank() const override {
+    nb::gil_scoped_acquire gil;
+    NB_OVERRIDE_PURE(rank);
+  }
+  int size() const override {
+    nb::gil_scoped_acquire gil;
+    NB_OVERRIDE_PURE(size);
+  }
+  Status Broadcast(void* data, uint64_t bytes, int root) override {
+    return Call("broadcast", data, bytes, root);
+  }
+  Status AllGather(void* data, uint64_t part_bytes) override {
+    const uint64_t n = static_cast<uint64_t>(size());
+    return Call("all_gather", data, part_bytes * n, part_bytes);
+  }
+  // Kept until the Python object goes: torch cannot cancel a gloo
+  // collective whose wait timed out, and it may still write here.
+  void Retain(std::shared_ptr<void> memory) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    retained_.push_back(std::move(memory));
+  }
+
+  // Where the buffers live (set by start_load_group before the load).
+  void set_device(const Device& d) { device_ = d; }
+
+ private:
+  Status Call(const char* method, void* data, uint64_t bytes, int64_t arg) {
+    nb::gil_scoped_acquire gil;
+    try {
+      size_t shape[1] = {static_cast<size_t>(bytes)};
+      const int type =
+          device_.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value;
+      // The owner owns nothing: the memory is the group load's, alive
+      // for the call (and after a failure, through Retain).
+      nb::capsule borrowed(data, [](void*) noexcept {});
+      nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig> buf(
+          data, 1, shape, borrowed, nullptr, nb::dtype<uint8_t>(), type,
+          device_.is_cuda() ? device_.index : 0);
+      nb_trampoline.base().attr(method)(buf, arg);
+      return Status::OK();
+    } catch (nb::python_error& e) {
+      std::string text;
+      try {
+        text = nb::cast<std::string>(nb::str(e.value()));
+      } catch (...) {
+        text = e.what();
+      }
+      return Status::IoError(text);
+    } catch (const std::exception& e) {
+      return Status::IoError(std::string(method) + ": " + e.what());
+    }
+  }
+
+  Device device_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<void>> retained_;
+};
+
+}  // namespace
+
+void SetTransportDevice(GroupTransport& t, const Device& d) {
+  if (auto* p = dynamic_cast<PyGroupTransport*>(&t)) p->set_device(d);
+}
+
+StatusOr<TensorParallel> ParseTensorParallel(
+    int rank, int size,
+    const std::vector<std::tuple<std::string, std::string>>& plan) {
   TensorParallel tp;
   tp.rank = rank;
   tp.size = size;
@@ -74,6 +170,8 @@ StatusOr<TensorParallel> ToTp(int rank, int size, const PlanPairs& plan) {
   WL_RETURN_IF_ERROR(tp.Validate());
   return tp;
 }
+
+namespace {
 
 // {"shards": [(dim, start, stop, shape, bytes, runs, run_bytes, run_stride,
 //   first_byte, style)], "warnings", "split_bytes", "replicated_bytes"}.
@@ -149,12 +247,47 @@ nb::object Fingerprint(const std::vector<TensorTuple>& tensors,
       internal::GroupFingerprint(*infos, files, sharded, *tp).c_str());
 }
 
+// AgreeOnGroupLoad over TRANSPORT (a Python GroupTransport) on DEVICE:
+// None, or {"error": (code, message)}. ERROR: this rank's (code, message)
+// when it cannot start. The GIL is released; the collectives take it.
+nb::object GroupAgree(
+    GroupTransport& transport, const std::string& device,
+    const std::string& fingerprint,
+    const std::optional<std::tuple<std::string, std::string>>& error) {
+  StatusOr<Device> d = Device::Parse(device);
+  if (!d.ok()) return ErrorDict(d.status());
+  SetTransportDevice(transport, *d);
+  Status mine = Status::OK();
+  if (error) {
+    StatusCode code = StatusCode::kInvalidArgument;  // by its name
+    for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
+      if (std::get<0>(*error) == StatusCodeName(static_cast<StatusCode>(c))) {
+        code = static_cast<StatusCode>(c);
+      }
+    }
+    mine = Status(code, std::get<1>(*error));
+  }
+  Status s = Status::OK();
+  {
+    nb::gil_scoped_release nogil;
+    s = AgreeOnGroupLoad(transport, *d, mine, fingerprint);
+  }
+  if (!s.ok()) return ErrorDict(s);
+  return nb::none();
+}
+
 }  // namespace
 
 void BindTensorParallel(nb::module_& m) {
+  nb::class_<GroupTransport, PyGroupTransport>(m, "GroupTransport")
+      .def(nb::init<>())
+      .def("rank", &GroupTransport::rank)
+      .def("size", &GroupTransport::size);
   m.def("tp_shards", &TpShards, "tensors"_a, "rank"_a, "size"_a, "plan"_a);
   m.def("group_plan", &GroupPlanDict, "tensors"_a, "size"_a, "sharded"_a,
         "plan"_a, "allgather_min_bytes"_a, "partial_reads"_a, "batch_bytes"_a);
+  m.def("group_agree", &GroupAgree, "transport"_a, "device"_a, "fingerprint"_a,
+        "error"_a.none());
   m.def("group_fingerprint", &Fingerprint, "tensors"_a, "file_sizes"_a,
         "sharded"_a, "size"_a, "plan"_a);
 }

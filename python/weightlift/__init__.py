@@ -29,7 +29,7 @@ from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
                       TensorNotFoundError, UnsupportedDtypeError,
-                      UnsupportedError, WeightliftError, WeightliftIOError)
+                      UnsupportedDtypeKeyError, UnsupportedError, WeightliftError, WeightliftIOError)
 from .report import FileReport, LoadReport
 
 # Imported on first use (PEP 562), so that `import weightlift`, and
@@ -113,7 +113,7 @@ __all__ = [
     "ResourceExhaustedError", "SafeSlice", "SafetensorError", "StateDict",
     "TensorInfo",
     "TensorIterator", "TensorNotFoundError", "TensorStream",
-    "UnsupportedDtypeError", "UnsupportedError",
+    "UnsupportedDtypeError", "UnsupportedDtypeKeyError", "UnsupportedError",
     "WeightliftError", "WeightliftIOError", "default_options",
     "iter_tensors", "last_report", "load_checkpoint", "load_into",
     "safe_open", "stream_tensors",

@@ -1,7 +1,6 @@
 """Safetensors dtype strings -> torch / numpy dtypes and returned shapes.
 
-What each safetensors dtype becomes (torch; numpy is the same where numpy
-or ml_dtypes has the type):
+What each safetensors dtype becomes in torch (numpy: below the table):
 
 =============  ==========================================================
 BOOL .. C64    the matching torch dtype, same shape (U16/U32/U64 need
@@ -26,9 +25,15 @@ F6_E2M3/E3M2   UnsupportedDtypeError ("Dtype not understood", as
                safetensors raises): neither torch nor numpy has a type.
 =============  ==========================================================
 
-numpy has no F4 type and no F8 / BF16 types without ``ml_dtypes``: those
-raise UnsupportedDtypeError, as safetensors.numpy raises (AttributeError /
-TypeError there; UnsupportedDtypeError is both, and a SafetensorError).
+numpy: as safetensors 0.8 (safe_open(framework="np"), safetensors.numpy),
+whether or not ``ml_dtypes`` is installed. The F8 types and F4 raise
+UnsupportedDtypeError (safetensors looks the type up as an attribute of the
+numpy module, which never has one: AttributeError). BF16 loads as
+``numpy.dtype("bfloat16")`` when something in the process has registered that
+name (``import ml_dtypes`` does), else raises (TypeError in safetensors).
+weightlift never imports ml_dtypes itself, so the outcome is the one
+safetensors gives in the same process. UnsupportedDtypeError is a
+SafetensorError, an AttributeError and a TypeError at once.
 """
 
 from __future__ import annotations
@@ -74,11 +79,14 @@ _NUMPY_NAMES = {
     "U64": "uint64", "F16": "float16", "F32": "float32", "F64": "float64",
     "C64": "complex64",
 }
-# Types numpy lacks, taken from ml_dtypes when it is installed.
-_ML_DTYPES_NAMES = {
-    "BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
-    "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz",
-    "F8_E8M0": "float8_e8m0fnu",
+# What safetensors.numpy.load(bytes) knows (its own table: numpy's types).
+NUMPY_OWN_TYPES = frozenset(_NUMPY_NAMES)
+# Types numpy lacks, named as safetensors 0.8 looks them up on the numpy
+# module (never there, ml_dtypes or not): F4 and the F8 types always raise.
+_NUMPY_MISSING = {
+    "F4": "float4_e2m1fn_x2", "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2", "F8_E4M3FNUZ": "float8_e4m3fnuz",
+    "F8_E5M2FNUZ": "float8_e5m2fnuz", "F8_E8M0": "float8_e8m0fnu",
 }
 
 
@@ -145,22 +153,23 @@ def numpy_layout(dtype: str, shape: Sequence[int], name=None):
     shape = tuple(int(d) for d in shape)
     if dtype in ("F6_E2M3", "F6_E3M2"):
         raise _not_understood(dtype, name)
-    if dtype == "F4":
+    missing = _NUMPY_MISSING.get(dtype)
+    if missing is not None:
         raise UnsupportedDtypeError(
-            f"{_where(name)}dtype F4 has no numpy type (safetensors.numpy "
-            f"refuses it too); use framework='pt'", code="Unsupported")
+            f"module 'numpy' has no attribute '{missing}' ({_where(name)}"
+            f"dtype {dtype}; safetensors.numpy refuses it too, with or "
+            f"without ml_dtypes; use framework='pt')", code="Unsupported")
     np_name = _NUMPY_NAMES.get(dtype)
     if np_name is not None:
         return np.dtype(np_name), shape
-    ml_name = _ML_DTYPES_NAMES.get(dtype)
-    if ml_name is not None:
-        try:
-            import ml_dtypes  # optional
-            return np.dtype(getattr(ml_dtypes, ml_name)), shape
-        except (ImportError, AttributeError):
+    if dtype == "BF16":
+        try:  # registered by ml_dtypes once imported, as safetensors needs
+            return np.dtype("bfloat16"), shape
+        except TypeError:
             raise UnsupportedDtypeError(
-                f"{_where(name)}dtype {dtype} has no numpy type (install "
-                f"ml_dtypes, or use framework='pt')",
+                f"data type 'bfloat16' not understood ({_where(name)}dtype "
+                f"BF16: numpy has no bfloat16 until ml_dtypes is imported, "
+                f"as with safetensors; or use framework='pt')",
                 code="Unsupported") from None
     raise UnsupportedError(f"{_where(name)}unknown dtype {dtype!r}",
                            code="Unsupported")
@@ -191,6 +200,39 @@ def to_numpy(dtype: str, shape: Sequence[int], data: Any, name=None):
     if ndt != np.uint8:
         a = a.view(ndt)
     return a.reshape(nshape)
+
+
+def converter(dtype: str, shape: Sequence[int], numpy: bool, name=None):
+    """A function from a host tensor's bytes (1-D uint8 DLPack capsule, or a
+    memoryview for NUMPY; None when empty) to the cpu tensor / array
+    weightlift returns for DTYPE and SHAPE: to_torch / to_numpy with the
+    layout worked out once (safe_open's per-call path calls it per tensor).
+    Raises the layout's UnsupportedDtypeError now."""
+    if numpy:
+        import numpy as np
+
+        ndt, nshape = numpy_layout(dtype, shape, name)
+        flat = len(nshape) == 1  # frombuffer's shape already
+
+        def to_array(data):
+            if data is None:
+                return np.empty(nshape, dtype=ndt)
+            a = np.frombuffer(data, dtype=ndt)
+            return a if flat else a.reshape(nshape)
+        return to_array
+
+    import torch
+
+    tdt, tshape = torch_layout(dtype, shape, name)
+    from_dlpack = torch.utils.dlpack.from_dlpack
+    cast = tdt != torch.uint8
+
+    def to_tensor(data):
+        if data is None:
+            return torch.empty(tshape, dtype=tdt)
+        t = from_dlpack(data)
+        return (t.view(tdt) if cast else t).reshape(tshape)
+    return to_tensor
 
 
 def check_framework_types(tensors, numpy: bool) -> None:

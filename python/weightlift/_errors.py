@@ -90,7 +90,8 @@ class UnsupportedError(WeightliftError, NotImplementedError):
 class UnsupportedDtypeError(UnsupportedError, SafetensorError,
                             AttributeError, TypeError):
     """A tensor's dtype has no type in the requested framework (F6 anywhere;
-    F4 / F8 / BF16 in numpy without ml_dtypes; U16.. or F8 in an old torch).
+    F4 / F8 in numpy, BF16 there until ml_dtypes is imported; U16.. or F8
+    in an old torch).
 
     safetensors raises SafetensorError ("Dtype not understood") for F6,
     AttributeError where the framework module lacks the type and TypeError
@@ -98,6 +99,15 @@ class UnsupportedDtypeError(UnsupportedError, SafetensorError,
     catches what safetensors raises keeps catching it."""
 
     code = "Unsupported"
+
+
+class UnsupportedDtypeKeyError(UnsupportedDtypeError, KeyError):
+    """weightlift.numpy.load(bytes) of a dtype outside numpy's own types:
+    safetensors.numpy.load looks dtypes up in a table of those and raises
+    KeyError (BF16 too, ml_dtypes or not); this is that KeyError as well."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.message
 
 
 class ResourceExhaustedError(WeightliftError, MemoryError):

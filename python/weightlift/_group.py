@@ -6,36 +6,33 @@ Without tp_*: every rank ends with every full tensor, while each reads about
 its own parts of the split tensors, and each replicated tensor is read once
 in the group and delivered to the others.
 
-Who reads what and which collective delivers it is the C++ group plan
-(src/plan/group_plan.h, via _native.group_plan): the same on every rank, so
-ranks agree on the order of collectives without talking. A large tensor
-whose dim 0 divides by n is all-gathered from n equal parts read in place;
-any other is read whole by one owner (balanced by bytes) and broadcast.
+The load is the C++ one, LoadWithGroup (include/weightlift/group.h), the
+same code the CLI and C++ callers run: the agreement on a fingerprint of
+the request and the checkpoint, the group plan (src/plan/group_plan.h),
+this rank's reads and the collectives, batch by batch. Python only
+supplies the transport: TorchGroupTransport fills the C++ GroupTransport
+interface with the torch.distributed group, so each collective is a torch
+collective on a tensor over the C++ memory (host for gloo, the rank's CUDA
+device for NCCL), issued from the load's C++ thread with the GIL taken.
 
-Before any data moves, the ranks all-gather a 256-byte record: a status
-(and this rank's error text), and a fingerprint of the mode, tp_size,
-tp_plan and the checkpoint's names, dtypes, shapes, files, offsets and
-sizes. Any error or disagreement fails the load on every rank, naming the
-ranks. Every collective waits at most ``group_timeout`` seconds.
-
-Memory: tensors are received straight into their final buffers; the reads
-go through the loader's bounded staging. The steps run in batches of about
-256 MiB, and the next batch's reads (a C++ job, GIL released) overlap the
-current batch's collectives.
+Every collective waits at most ``group_timeout`` seconds, then fails with
+GroupTimeoutError naming the rank, the collective and the seconds. A
+collective the group refuses (a peer gone) is a WeightliftIOError naming
+it. torch cannot cancel a gloo collective whose wait timed out: its tensors
+and the C++ memory under them are kept (``_BROKEN``) until that work ends,
+so a late peer never writes into freed memory.
 """
 
 from __future__ import annotations
 
 import datetime
+import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core, _dtypes, _errors, _native, _tp
 from ._errors import InvalidArgumentError, WeightliftIOError
-from .report import LoadReport
 
-_RECORD = 256
-_MSG_AT = 37
 ALLGATHER_MIN_BYTES = 4 << 20
 BATCH_BYTES = 256 << 20
 
@@ -47,20 +44,139 @@ class GroupTimeoutError(WeightliftIOError, TimeoutError):
     code = "IoError"
 
 
-class _Group:
+# (work, transport, tensors) of collectives whose wait failed while the
+# work may still run: kept so that neither the tensors nor the C++ memory
+# they view (retained by the transport) is freed under it. Pruned as the
+# works end.
+_BROKEN: List[Tuple[Any, Any, Any]] = []
+_BROKEN_LOCK = threading.Lock()
+
+
+def _keep_until_done(work, transport, tensors) -> None:
+    with _BROKEN_LOCK:
+        _BROKEN[:] = [b for b in _BROKEN if not _completed(b[0])]
+        _BROKEN.append((work, transport, tensors))
+
+
+def _completed(work) -> bool:
+    try:
+        return bool(work.is_completed())
+    except Exception:  # noqa: BLE001 - a failed work has ended
+        return True
+
+
+class TorchGroupTransport(_native.GroupTransport):
+    """The C++ GroupTransport over a torch.distributed GROUP. Its
+    collectives run on the group load's thread; each waits at most TIMEOUT
+    seconds. ``error`` is the first exception a collective raised."""
+
     def __init__(self, group: Any, timeout: float):
+        super().__init__()
         import torch.distributed as dist
 
         self.dist = dist
         self.group = group
-        self.size = dist.get_world_size(group)
-        self.rank = dist.get_rank(group)
+        self._size = dist.get_world_size(group)
+        self._rank = dist.get_rank(group)
+        # "nccl", "gloo", or torch 2's default "cpu:gloo,cuda:nccl".
         self.backend = str(dist.get_backend(group)).lower()
         self.timeout = timeout
-        if self.rank < 0:
+        self.error: Optional[BaseException] = None
+        if self._rank < 0:
             raise InvalidArgumentError(
                 "process_group: this process is not a member of the group",
                 code="InvalidArgument")
+
+    # -- GroupTransport ------------------------------------------------------
+
+    def rank(self) -> int:
+        return self._rank
+
+    def size(self) -> int:
+        return self._size
+
+    def broadcast(self, buf, root: int) -> None:
+        import torch
+
+        t = torch.utils.dlpack.from_dlpack(buf)
+        self._run(lambda: self.dist.broadcast(
+            t, src=self._global_rank(root), group=self.group, async_op=True),
+            f"broadcast of {t.numel()} bytes from rank {root}", [t])
+
+    def all_gather(self, buf, part_bytes: int) -> None:
+        import torch
+
+        t = torch.utils.dlpack.from_dlpack(buf)
+        what = (f"all_gather of {t.numel()} bytes ({part_bytes} per rank)")
+        if t.device.type == "cuda":
+            mine = t.narrow(0, self._rank * part_bytes, part_bytes)
+            self._run(lambda: self.dist.all_gather_into_tensor(
+                t, mine, group=self.group, async_op=True), what, [t])
+        else:
+            # gloo's all_gather gathers into a temporary as large as the
+            # whole tensor, then copies; one in-place broadcast per part
+            # moves the same bytes into the final buffer with none.
+            parts = list(t.split(part_bytes))
+            self._run(lambda: [self.dist.broadcast(
+                p, src=self._global_rank(k), group=self.group,
+                async_op=True) for k, p in enumerate(parts)], what,
+                [t, parts])
+
+    # -- helpers -------------------------------------------------------------
+
+    def _global_rank(self, r: int) -> int:
+        if self.group is None or self.group is self.dist.GroupMember.WORLD:
+            return r
+        return self.dist.get_global_rank(self.group, r)
+
+    def _where(self) -> str:
+        return (f"process group ({self.backend}, rank {self._rank} of "
+                f"{self._size})")
+
+    def _run(self, issue, what: str, tensors) -> None:
+        """ISSUE starts the collective (one work, or a list); each is
+        waited for with what is left of the timeout."""
+        if self.error is not None:
+            raise WeightliftIOError(f"{self._where()}: {what}: the group "
+                                    f"failed earlier ({self.error})",
+                                    code="IoError")
+        try:
+            works = issue()
+        except RuntimeError as e:
+            self.error = WeightliftIOError(
+                f"{self._where()}: {what} failed: {e}", code="IoError")
+            self.release()
+            raise self.error from None
+        if not isinstance(works, list):
+            works = [works]
+        t0 = time.monotonic()
+        for work in works:
+            left = max(self.timeout - (time.monotonic() - t0), 0.001)
+            try:
+                work.wait(datetime.timedelta(seconds=left))
+            except RuntimeError as e:
+                waited = time.monotonic() - t0
+                for w in works:
+                    _keep_until_done(w, self, tensors)
+                if waited >= self.timeout * 0.9:
+                    self.error = GroupTimeoutError(
+                        f"{self._where()}: {what} did not complete within "
+                        f"{self.timeout:g} s: {e} (a rank stopped, crashed "
+                        f"or runs a different load)", code="IoError")
+                else:  # refused before the timeout: a peer is gone
+                    self.error = WeightliftIOError(
+                        f"{self._where()}: {what} failed after "
+                        f"{waited:.1f} s: {e} (a rank stopped or crashed)",
+                        code="IoError")
+                # Nothing is issued after a failure: the transport lets go
+                # of the torch group so the caller's destroy_process_group()
+                # can tear it down (the works above keep what they use).
+                self.release()
+                raise self.error from None
+        if tensors and tensors[0].device.type == "cuda":
+            # The load hands the memory on as soon as this returns.
+            import torch
+            torch.cuda.current_stream(tensors[0].device).synchronize()
 
     def release(self) -> None:
         """Lets go of the torch group (rank, size, backend and timeout stay,
@@ -74,294 +190,166 @@ class _Group:
         self.group = None
         self.dist = None
 
-    def global_rank(self, r: int) -> int:
-        if self.group is None or self.group is self.dist.GroupMember.WORLD:
-            return r
-        return self.dist.get_global_rank(self.group, r)
-
-    def issue(self, fn, what: str):
-        """Starts a collective (async); a group that fails at once (a peer
-        gone) is a WeightliftIOError naming it, like a timeout."""
-        try:
-            return fn()
-        except RuntimeError as e:
-            raise WeightliftIOError(
-                f"process group ({self.backend}, rank {self.rank} of "
-                f"{self.size}): {what} failed: {e}", code="IoError") from None
-
-    def wait(self, work, what: str) -> None:
-        try:
-            work.wait(datetime.timedelta(seconds=self.timeout))
-        except RuntimeError as e:
-            raise GroupTimeoutError(
-                f"process group ({self.backend}, rank {self.rank} of "
-                f"{self.size}): {what} did not complete within "
-                f"{self.timeout:g} s: {e} (a rank stopped, crashed or runs "
-                f"a different load)", code="IoError") from None
+    def raise_from(self, e: BaseException):
+        """E (a load's error) as the class of what the transport saw: a
+        GroupTimeoutError when a collective timed out."""
+        if isinstance(self.error, GroupTimeoutError) and \
+                not isinstance(e, GroupTimeoutError):
+            raise GroupTimeoutError(str(e), code="IoError") from None
+        raise e
 
 
-def _record(ok: bool, fingerprint: str, message: str):
-    import torch
+def _check_backend(tr: TorchGroupTransport, device: str) -> None:
+    if "gloo" not in tr.backend and not device.startswith("cuda"):
+        raise InvalidArgumentError(
+            f"process_group: an NCCL group delivers cuda tensors, not "
+            f"{device} (use a gloo group for cpu)", code="InvalidArgument")
+    if "nccl" not in tr.backend and device != "cpu":
+        raise InvalidArgumentError(
+            f"process_group: a gloo group delivers cpu tensors, not "
+            f"{device} (use an NCCL group for cuda)", code="InvalidArgument")
 
-    rec = bytearray(_RECORD)
-    rec[0] = 1 if ok else 2
-    fp = fingerprint.encode("ascii")[:32]
-    rec[5:5 + len(fp)] = fp
-    msg = message.encode("utf-8")[:_RECORD - _MSG_AT]
-    rec[_MSG_AT:_MSG_AT + len(msg)] = msg
-    return torch.frombuffer(rec, dtype=torch.uint8).clone()
+
+def _comm_device(tr: TorchGroupTransport, device: str) -> str:
+    """Where the agreement travels: the rank's CUDA device under NCCL,
+    else the host (so a rank whose device does not fit the group still
+    joins it and fails with the others)."""
+    return device if device.startswith("cuda") and "nccl" in tr.backend \
+        else "cpu"
 
 
-def _agree(g: _Group, device: str, ok: bool, fingerprint: str,
-           error: Optional[BaseException]) -> None:
-    """All-gathers every rank's record; raises on every rank if any rank
-    failed to prepare or the fingerprints differ."""
-    import torch
+def _status_of(e: BaseException) -> Tuple[str, str]:
+    code = getattr(e, "code", None)
+    return (code if isinstance(code, str) else "InvalidArgument", str(e))
 
-    mine = _record(ok, fingerprint, "" if error is None else str(error))
-    mine = mine.to(device)
-    out = [torch.empty_like(mine) for _ in range(g.size)]
-    what = f"the agreement on the plan and checkpoint (all_gather of " \
-           f"{_RECORD} bytes)"
-    work = g.issue(lambda: g.dist.all_gather(out, mine, group=g.group,
-                                             async_op=True), what)
-    g.wait(work, what)
-    recs = [bytes(t.cpu().numpy()) for t in out]
-    failed = [(r, rec[_MSG_AT:].rstrip(b"\0").decode("utf-8", "replace"))
-              for r, rec in enumerate(recs) if rec[0] != 1]
+
+def agree(tr: TorchGroupTransport, device: str, fingerprint: str,
+          error: Optional[BaseException]) -> None:
+    """The group's agreement alone (C++ AgreeOnGroupLoad): raises on every
+    rank if any rank failed (ERROR, raised as is on its own rank) or the
+    fingerprints differ."""
+    got = _native.group_agree(tr, _comm_device(tr, device), fingerprint,
+                              None if error is None else _status_of(error))
     if error is not None:
         raise error
-    if failed:
-        raise InvalidArgumentError(
-            "process group: " + "; ".join(
-                f"rank {r} could not start the load: {m}" for r, m in failed),
-            code="InvalidArgument")
-    prints: Dict[str, List[int]] = {}
-    for r, rec in enumerate(recs):
-        prints.setdefault(rec[5:37].decode("ascii", "replace"), []).append(r)
-    if len(prints) > 1:
-        raise InvalidArgumentError(
-            "process group: ranks disagree on the plan or the checkpoint "
-            "(fingerprint of mode, tp_size, tp_plan and every tensor's name, "
-            "dtype, shape, file, offset and size): " + "; ".join(
-                f"ranks {ranks} have {fp}" for fp, ranks in prints.items()),
-            code="InvalidArgument")
+    if got is not None:
+        try:
+            _tp._raise(got["error"])
+        except WeightliftIOError as e:
+            tr.raise_from(e)
+
+
+class GroupLoad:
+    """One LoadWithGroup on this rank's C++ job thread. ``tensors()``
+    yields (name, tensor) as batches complete, then ``report`` is set."""
+
+    def __init__(self, path: Any, device: str, req: _tp.TpRequest,
+                 options: Dict[str, Any], names: Optional[List[str]] = None,
+                 ckpt=None, transport: Optional[TorchGroupTransport] = None):
+        self.device = device
+        self.req = req
+        self.t0 = time.perf_counter()
+        tr = transport or TorchGroupTransport(req.group, req.timeout)
+        self.transport = tr
+        self.error: Optional[BaseException] = None
+        self.parts = self.info = None
+        self.ckpt = ckpt
+        try:
+            _check_backend(tr, device)
+            if req.sharded:
+                req.size = tr.size() if req.size is None else req.size
+                req.rank = tr.rank() if req.rank is None else req.rank
+            if self.ckpt is None:
+                self.ckpt = _core.open_checkpoint(path)
+            rows = self.ckpt.tensors()
+            if names is not None:
+                wanted = set(names)
+                rows = [t for t in rows if t[0] in wanted]
+            self.rows = rows
+            if req.sharded and req.rank < req.size:
+                # For the report's notes (the load itself shards in C++).
+                self.parts, self.info = _tp.shards(rows, req.rank, req.size,
+                                                   req.plan)
+        except (_errors.WeightliftError, ValueError, TypeError,
+                OSError) as e:
+            self.error = e
+            self.rows = []
+        loader_device = device if self.error is None else \
+            _comm_device(tr, device)
+        self._loader_cm = _core.pooled_loader(dict(options,
+                                                   device=loader_device))
+        loader = self._loader_cm.__enter__()
+        try:
+            self.job = loader.start_load_group(
+                self.ckpt if self.error is None else None, tr, req.sharded,
+                req.rank if req.sharded else 0,
+                req.size if req.sharded else tr.size(), req.plan,
+                [] if names is None else list(names), ALLGATHER_MIN_BYTES,
+                BATCH_BYTES,
+                None if self.error is None else _status_of(self.error))
+        except BaseException:
+            self._loader_cm.__exit__(None, None, None)
+            raise
+        self.report = None
+
+    def _fail(self, e: BaseException):
+        if self.error is not None:
+            raise self.error  # this rank's own reason, as raised here
+        self.transport.raise_from(e)
+
+    def tensors(self, poll_s: float = 0.1, raw: bool = False):
+        """(index, name, tensor) as they become final on this rank (a batch
+        at a time); RAW: the 1-D uint8 DLPack bytes (None when empty)
+        instead of the tensor. Raises the load's error."""
+        try:
+            while True:
+                i = self.job.next_ready(poll_s)
+                if i >= 0:
+                    name, dt, shape, data = self.job.take_ready(i)
+                    yield i, name, (data if raw else _dtypes.to_torch(
+                        dt, shape, data, self.device, name))
+                elif i == -2:
+                    break
+            self._finish()
+        except _errors.WeightliftError as e:
+            self._close()
+            self._fail(e)
+
+    def _close(self) -> None:
+        if self.job is not None:
+            job, self.job = self.job, None
+            while not job.wait(3600):
+                pass
+            self._loader_cm.__exit__(None, None, None)
+
+    def _finish(self) -> None:
+        job = self.job
+        native = job.finish()  # raises the load's error
+        self._close()
+        from .report import LoadReport
+        r = LoadReport(native)
+        tr, req = self.transport, self.req
+        notes = []
+        if req.sharded and self.info is not None:
+            notes += _tp.tp_notes(req, self.info, req.rank, req.size)
+        self.report = _tp.make_report(
+            self.device, [r], len(self.rows), r.bytes or 0, 0,
+            time.perf_counter() - self.t0, 0.0, notes)
+        self.report.notes = [n.replace("group: rank", f"group ({tr.backend}):"
+                                       f" rank", 1) for n in
+                             self.report.notes]
+        _core.set_last_report(self.report)
+
+    def close(self) -> None:
+        """Stops taking tensors; the load still runs to its end (the other
+        ranks' collectives need this one)."""
+        self._close()
 
 
 def load_group(path: Any, device: str, req: _tp.TpRequest,
                options: Dict[str, Any], progress: bool = False):
     """Group mode: [(name, tensor)] in checkpoint order, and this rank's
     report (bytes_read: what this rank read)."""
-    import torch
-
-    t0 = time.perf_counter()
-    g = _Group(req.group, req.timeout)
-    # The agreement travels on the device the group's collectives use, so a
-    # rank whose device does not fit the group still joins it and fails.
-    comm_device = (device if device.startswith("cuda") and "nccl" in g.backend
-                   else "cpu")
-    error: Optional[BaseException] = None
-    fingerprint = ""
-    ckpt = tensors = parts = info = None
-    try:
-        # "nccl", "gloo", or torch 2's default "cpu:gloo,cuda:nccl".
-        if "gloo" not in g.backend and not device.startswith("cuda"):
-            raise InvalidArgumentError(
-                f"process_group: an NCCL group delivers cuda tensors, not "
-                f"{device} (use a gloo group for cpu)", code="InvalidArgument")
-        if "nccl" not in g.backend and device != "cpu":
-            raise InvalidArgumentError(
-                f"process_group: a gloo group delivers cpu tensors, not "
-                f"{device} (use an NCCL group for cuda)",
-                code="InvalidArgument")
-        if req.sharded:
-            size = g.size if req.size is None else req.size
-            rank = g.rank if req.rank is None else req.rank
-            if size != g.size or rank != g.rank:
-                raise InvalidArgumentError(
-                    f"process_group has {g.size} ranks and this is rank "
-                    f"{g.rank}, but tp_size={size}, tp_rank={rank} (leave "
-                    f"them out to take them from the group)",
-                    code="InvalidArgument")
-            req.size, req.rank = size, rank
-        ckpt = _core.open_checkpoint(path)
-        tensors = ckpt.tensors()
-        if req.sharded:
-            parts, info = _tp.shards(tensors, req.rank, req.size, req.plan)
-        fingerprint = _native.group_fingerprint(
-            tensors, [f["size"] for f in ckpt.files()], req.sharded, g.size,
-            req.plan)
-        if isinstance(fingerprint, dict):
-            _tp._raise(fingerprint["error"])
-    except (_errors.WeightliftError, ValueError, TypeError, OSError) as e:
-        error = e
-    if comm_device.startswith("cuda"):
-        with torch.cuda.device(comm_device):
-            _agree(g, comm_device, error is None, fingerprint, error)
-    else:
-        _agree(g, comm_device, error is None, fingerprint, error)
-
-    plan = _native.group_plan(tensors, g.size, req.sharded, req.plan,
-                              ALLGATHER_MIN_BYTES, True, BATCH_BYTES)
-    if "error" in plan:
-        _tp._raise(plan["error"])
-    runner = _Runner(g, ckpt, tensors, parts, plan, device, options)
-    if device.startswith("cuda"):
-        with torch.cuda.device(device):
-            runner.run()
-    else:
-        runner.run()
-    t1 = time.perf_counter()
-    notes = [f"group: rank {g.rank} of {g.size} ({g.backend}): read "
-             f"{runner.bytes_read} bytes, {plan['broadcast_bytes']} bytes "
-             f"broadcast and {plan['allgather_bytes']} all-gathered in the "
-             f"group, {plan['batches']} batches"]
-    if req.sharded:
-        notes += _tp.tp_notes(req, info, req.rank, req.size)
-    delivered = sum(int(b.numel()) for b in runner.bufs if b is not None)
-    report = _tp.make_report(device, runner.reports, len(tensors), delivered,
-                             runner.part_bytes, t1 - t0,
-                             runner.part_seconds, notes)
-    _core.set_last_report(report)
-    out = []
-    for i, t in enumerate(tensors):
-        name, dt, shape = t[0], t[1], t[2]
-        if parts is not None and parts[i].split:
-            shape = parts[i].shape
-        buf = runner.bufs[i]
-        out.append((name, _dtypes.view_torch(buf, dt, shape)
-                    if buf is not None and buf.numel() else
-                    _dtypes.view_torch(None, dt, shape).to(device)))
-    return out, report
-
-
-class _Runner:
-    """Runs the group plan: per batch, this rank's reads (a C++ job for
-    whole tensors it owns, positioned reads for its parts), then the
-    batch's collectives, with batch k + 1's C++ job reading meanwhile."""
-
-    def __init__(self, g: _Group, ckpt, tensors, parts, plan, device: str,
-                 options: Dict[str, Any]):
-        self.g, self.ckpt, self.tensors, self.parts = g, ckpt, tensors, parts
-        self.steps = plan["steps"]
-        self.batches = plan["batches"]
-        self.device = device
-        self.options = dict(options, device=device)
-        self.bufs: List[Any] = [None] * len(tensors)
-        self.reports: List[LoadReport] = []
-        # Bytes read outside the loader's reports: none since every read
-        # goes through Loader::LoadSlices (kept for weightlift._stream).
-        self.part_bytes = 0
-        self.part_seconds = 0.0
-        self.bytes_read = 0
-        by_batch: List[List[int]] = [[] for _ in range(self.batches)]
-        for i, s in enumerate(self.steps):
-            by_batch[s[4]].append(i)
-        self.by_batch = by_batch
-
-    def run(self) -> None:
-        with _core.pooled_loader(self.options) as loader:
-            pending = self._start(loader, 0) if self.batches else None
-            for b in range(self.batches):
-                self._finish(pending)
-                pending = (self._start(loader, b + 1)
-                           if b + 1 < self.batches else None)
-                self._communicate(b)
-        self.bytes_read = self.part_bytes + sum(
-            r.bytes_read or 0 for r in self.reports)
-
-    def _empty(self, size: int):
-        import torch
-        return torch.empty(size, dtype=torch.uint8, device=self.device)
-
-    def _shard_of(self, i: int) -> _tp.Shard:
-        """Tensor I as a (replicated) Shard, for slice requests."""
-        t = self.tensors[i]
-        return _tp.Shard(t[0], t[1], tuple(t[2]), t[3], t[4], -1, 0, 0,
-                         tuple(t[2]), t[5], 1, t[5], t[5], 0, "replicate")
-
-    def _start(self, loader, b: int):
-        """One LoadSlices job for batch B: the whole tensors this rank owns,
-        its dim-0 rows of the all-gathered ones, its own parts of the split
-        ones. Receive buffers are allocated here. Returns the job and what
-        each request is for."""
-        reqs, what = [], []
-        for i in self.by_batch[b]:
-            delivery, root, part_rows, part_bytes, _ = self.steps[i]
-            size = self.tensors[i][5]
-            if delivery == "local":
-                s = self.parts[i]
-                if s.bytes == 0:
-                    self.bufs[i] = self._empty(0)
-                    continue
-                reqs.append(_tp.slice_request(s))
-                what.append((i, "local"))
-            elif size == 0:
-                self.bufs[i] = self._empty(0)
-            elif delivery == "broadcast":
-                if root == self.g.rank:
-                    reqs.append((self.tensors[i][0], []))
-                    what.append((i, "owned"))
-                else:
-                    self.bufs[i] = self._empty(size)
-            else:
-                self.bufs[i] = self._empty(size)
-                r = self.g.rank
-                reqs.append(_tp.slice_request(self._shard_of(i), 0,
-                                              r * part_rows,
-                                              (r + 1) * part_rows))
-                what.append((i, "part"))
-        if not reqs:
-            return None
-        job = loader.start_load_slices(self.ckpt, reqs)
-        return job, what, sum(self.tensors[i][5] for i, _ in what)
-
-    def _finish(self, pending) -> None:
-        import torch
-
-        if pending is None:
-            return
-        job, what, total = pending
-        self.reports.append(_core.wait(job, False, total))
-        items = job.take_tensors(False)
-        rank = self.g.rank
-        for (i, kind), (_, _, _, data) in zip(what, items):
-            got = torch.utils.dlpack.from_dlpack(data)
-            if kind == "part":  # my rows of an all-gathered tensor
-                part = self.steps[i][3]
-                self.bufs[i].narrow(0, rank * part, part).copy_(got)
-            else:
-                self.bufs[i] = got
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize(self.device)
-
-    def _communicate(self, b: int) -> None:
-        g, dist = self.g, self.g.dist
-        works = []
-        for i in self.by_batch[b]:
-            delivery, root, _, part_bytes, _ = self.steps[i]
-            size = self.tensors[i][5]
-            if delivery == "local" or size == 0:
-                continue
-            buf = self.bufs[i]
-            name = self.tensors[i][0]
-            if delivery == "broadcast":
-                what = (f"broadcast of tensor '{name}' ({size} bytes from "
-                        f"rank {root})")
-                w = g.issue(lambda: dist.broadcast(
-                    buf, src=g.global_rank(root), group=g.group,
-                    async_op=True), what)
-            else:
-                what = (f"all_gather of tensor '{name}' ({size} bytes, "
-                        f"{part_bytes} per rank)")
-                mine = buf.narrow(0, g.rank * part_bytes, part_bytes)
-                if self.device.startswith("cuda"):
-                    w = g.issue(lambda: dist.all_gather_into_tensor(
-                        buf, mine, group=g.group, async_op=True), what)
-                else:
-                    w = g.issue(lambda: dist.all_gather(
-                        list(buf.chunk(g.size)), mine, group=g.group,
-                        async_op=True), what)
-            works.append((w, what))
-        for w, what in works:
-            g.wait(w, what)
+    g = GroupLoad(path, device, req, options)
+    got = {i: (name, t) for i, name, t in g.tensors()}
+    return [got[i] for i in sorted(got)], g.report

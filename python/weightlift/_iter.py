@@ -136,14 +136,13 @@ def iter_tensors(path: Any, device: Any = "cpu", *, framework: str = "pt",
                  progress: bool = False, **options) -> TensorIterator:
     """Yields ``(name, tensor)`` for every tensor of PATH as it lands on
     DEVICE (completion order). Raises the load's error if it fails.
-    With tp_* / process_group the load ends first, then the parts come in
-    checkpoint order (docs/tensor-parallel.md)."""
+    With tp_* / process_group the parts come in checkpoint order, a batch
+    at a time as each lands (docs/tensor-parallel.md)."""
     from . import _tp
     tp = _tp.take_tp(options, path)
     if tp is not None:
         if framework not in ("pt", "torch"):
             raise ValueError("tp_* and process_group load torch tensors")
-        return _tp.TpIterator(*_tp.load(path, device_string(device), tp,
-                                        options, progress))
+        return _tp.TpIterator(path, device_string(device), tp, options)
     return TensorIterator(path, device=device, framework=framework,
                           progress=progress, **options)

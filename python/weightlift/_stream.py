@@ -159,7 +159,7 @@ class TensorStream:
         if process_group is not None:
             self._group = self._agree(process_group, group_timeout, infos)
             if self._plan:
-                tp_rank, tp_size = self._group.rank, self._group.size
+                tp_rank, tp_size = self._group.rank(), self._group.size()
         if self._plan:
             from . import _tp
             parts, _ = _tp.shards(infos, tp_rank, tp_size, self._plan)
@@ -193,10 +193,10 @@ class TensorStream:
 
     def _agree(self, process_group, timeout, infos):
         """Group mode: every rank checks it streams the same tensors of the
-        same checkpoint (weightlift._group's agreement, with its
-        timeout)."""
+        same checkpoint (the C++ agreement, AgreeOnGroupLoad, with the
+        group's timeout)."""
         from . import _group, _native, _tp
-        g = _group._Group(process_group, float(timeout))
+        g = _group.TorchGroupTransport(process_group, float(timeout))
         cuda = self._device.startswith("cuda")
         error, fingerprint = None, ""
         try:
@@ -208,21 +208,12 @@ class TensorStream:
                     f"cuda)")
             fingerprint = _native.group_fingerprint(
                 infos, [f["size"] for f in self._ckpt.files()],
-                bool(self._plan), g.size, self._plan)
+                bool(self._plan), g.size(), self._plan)
             if isinstance(fingerprint, dict):
                 _tp._raise(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:
             error = e
-        # The agreement travels where the group's collectives can carry it,
-        # so a rank whose device does not fit the group still joins and
-        # fails with the others.
-        comm = self._device if cuda and "nccl" in g.backend else "cpu"
-        if comm.startswith("cuda"):
-            import torch
-            with torch.cuda.device(comm):
-                _group._agree(g, comm, error is None, fingerprint, error)
-        else:
-            _group._agree(g, comm, error is None, fingerprint, error)
+        _group.agree(g, self._device, fingerprint, error)
         return g
 
     def _in_device(self, fn):
@@ -234,22 +225,21 @@ class TensorStream:
 
     def _load_group_window(self, w: _Window) -> None:
         """Group mode: the ranks read W's tensors between them and deliver
-        the rest (every rank ends with every full tensor of W)."""
-        from . import _group, _native, _tp
+        the rest (C++ LoadWithGroup over W's tensors; every rank ends with
+        every full tensor of W, or its part under tp_plan)."""
+        from . import _group, _tp
         g = self._group
         sharded = bool(self._plan)
-        plan = _native.group_plan(w.rows, g.size, sharded, self._plan,
-                                  _group.ALLGATHER_MIN_BYTES, True,
-                                  _group.BATCH_BYTES)
-        if "error" in plan:
-            _tp._raise(plan["error"])
-        runner = _group._Runner(g, self._ckpt, w.rows,
-                                w.parts if sharded else None, plan,
-                                self._device, self._options)
-        self._in_device(runner.run)
-        w.buffer = runner.bufs
-        self._reports.extend(runner.reports)
-        self._extra_bytes_read += runner.part_bytes
+        req = _tp.TpRequest(rank=g.rank() if sharded else None,
+                            size=g.size() if sharded else None,
+                            plan=self._plan, group=g.group,
+                            timeout=g.timeout, sharded=sharded)
+        load = _group.GroupLoad(None, self._device, req, self._options,
+                                names=[row[0] for row in w.rows],
+                                ckpt=self._ckpt, transport=g)
+        got = {i: data for i, _, data in load.tensors(raw=True)}
+        w.buffer = [got.get(i) for i in range(len(w.rows))]
+        self._reports.append(load.report)
 
     # -- window life cycle -------------------------------------------------
 
@@ -418,7 +408,8 @@ class TensorStream:
         self._loader_cm.__exit__(None, None, None)
         if self._group is not None:
             # Ended: the stream must not keep the process group alive past
-            # the caller's destroy_process_group() (see _Group.release).
+            # the caller's destroy_process_group() (see
+            # TorchGroupTransport.release).
             self._group.release()
         if ok:
             self._make_report()
@@ -462,7 +453,7 @@ class TensorStream:
         if self._group is not None:
             g = self._group
             merged.notes.insert(0, (
-                f"group: rank {g.rank} of {g.size} ({g.backend}) read "
+                f"group: rank {g.rank()} of {g.size()} ({g.backend}) read "
                 f"{merged.bytes_read} of {self.bytes} bytes; the group "
                 f"delivered the rest"))
         merged.seconds = wall

@@ -400,39 +400,112 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
 
 # ---- entry points (load_checkpoint, load_file, iter_tensors, load_into) ----
 
-def load(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
-         progress: bool = False, numpy: bool = False):
-    """[(name, tensor)] in checkpoint order and the report, in slice or
-    group mode."""
+def _check_tp_options(options: Dict[str, Any], numpy: bool) -> None:
     if numpy:
         raise UnsupportedError("tp_* and process_group load torch tensors "
                                "(framework='pt')", code="Unsupported")
     if "zero_copy" in options and options["zero_copy"]:
         raise UnsupportedError("zero_copy=True cannot be combined with tp_* "
                                "or process_group", code="Unsupported")
+
+
+def load(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
+         progress: bool = False, numpy: bool = False):
+    """[(name, tensor)] in checkpoint order and the report, in slice or
+    group mode."""
+    _check_tp_options(options, numpy)
     if req.group is not None:
         from . import _group
         return _group.load_group(path, device, req, options, progress)
     return load_sliced(path, device, req, options, progress)
 
 
-class TpIterator:
-    """iter_tensors with tp_* / process_group: the load runs to its end
-    first (collectives need every rank), then yields (name, tensor) in
-    checkpoint order; ``.report`` is set from the start."""
+# iter_tensors in slice mode reads in batches of about this many bytes of
+# parts (file order): batch k + 1 is read while the consumer has batch k.
+ITER_BATCH_BYTES = 64 << 20
 
-    def __init__(self, items, report: LoadReport):
-        self._items = iter(items)
-        self.report = report
+
+class TpIterator:
+    """iter_tensors with tp_* / process_group: (name, tensor) in checkpoint
+    order as they land, a batch at a time. Slice mode: one LoadSlices job
+    per batch of about ITER_BATCH_BYTES, the next one reading while the
+    consumer takes this one's tensors. Group mode: the C++ group load's
+    batches, as their collectives complete (every rank's load runs to its
+    end even if this consumer stops: the others' collectives need it).
+    ``batches`` and ``batches_loaded`` count slice mode's loads (None in
+    group mode); ``.report`` is set once exhausted."""
+
+    def __init__(self, path: Any, device: str, req: TpRequest,
+                 options: Dict[str, Any]):
+        _check_tp_options(options, False)
+        self.report: Optional[LoadReport] = None
+        self.batches = 0
+        self.batches_loaded = 0
+        self._gen = (self._group(path, device, req, options)
+                     if req.group is not None else
+                     self._sliced(path, device, req, options))
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        return next(self._items)
+        return next(self._gen)
 
     def close(self) -> None:
-        self._items = iter(())
+        """Stops early: waits for the load in flight, drops the rest."""
+        self._gen.close()
+
+    def _sliced(self, path, device, req, options):
+        t0 = time.perf_counter()
+        ckpt = _core.open_checkpoint(path)
+        parts, info = shards(ckpt.tensors(), req.rank, req.size, req.plan)
+        notes = tp_notes(req, info, req.rank, req.size)
+        batches: List[List[int]] = []
+        size = 0
+        for i, s in enumerate(parts):
+            if not batches or size >= ITER_BATCH_BYTES:
+                batches.append([])
+                size = 0
+            batches[-1].append(i)
+            size += s.bytes
+        self.batches = len(batches)
+        reports: List[LoadReport] = []
+        with _core.pooled_loader(dict(options, device=device)) as loader:
+            def start(b):
+                return loader.start_load_slices(
+                    ckpt, [slice_request(parts[i]) for i in batches[b]])
+
+            job = start(0) if batches else None
+            try:
+                for b in range(len(batches)):
+                    reports.append(_core.wait(
+                        job, False, sum(parts[i].bytes for i in batches[b])))
+                    items = job.take_tensors(False)
+                    self.batches_loaded += 1
+                    job = start(b + 1) if b + 1 < len(batches) else None
+                    for name, dt, shape, data in items:
+                        yield name, _dtypes.to_torch(dt, shape, data, device,
+                                                     name)
+                    items = None
+            finally:
+                if job is not None:  # stopped early: its memory is in use
+                    while not job.wait(3600):
+                        pass
+        total = sum(s.bytes for s in parts)
+        self.report = make_report(device, reports, len(parts), total, 0,
+                                  time.perf_counter() - t0, 0.0, notes)
+        _core.set_last_report(self.report)
+
+    def _group(self, path, device, req, options):
+        from . import _group
+        self.batches = self.batches_loaded = None
+        load = _group.GroupLoad(path, device, req, options)
+        try:
+            for _, name, t in load.tensors():
+                yield name, t
+        finally:
+            load.close()
+        self.report = load.report
 
 
 def load_into_tp(target: Any, checkpoint: Any, req: TpRequest, strict: bool,

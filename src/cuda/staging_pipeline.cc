@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "env/io_util.h"
+#include "exec/read_chunk.h"
 
 namespace weightlift::internal {
 
@@ -68,7 +69,7 @@ void StagingPipeline::Worker(int w, Job& job, const Plan& plan,
           " exceeds the staging slot of " + std::to_string(slot_bytes_)));
       break;
     }
-    Status st = f->ReadAt(c.offset, std::span<std::byte>(s.buf, c.length));
+    Status st = ReadChunkBytes(*f, c, s.buf);
     if (!st.ok()) {
       job.Fail(st);
       break;

@@ -36,7 +36,7 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
     }
   }
 
-  std::vector<Segment> staging_segs, hr_segs;
+  std::vector<Segment> staging_segs, hr_segs, gds_placed;
   PlacementStats placement;
   for (uint32_t r = 0; r < job.selections.size(); ++r) {
     const TensorSelection& sel = job.selections[r];
@@ -64,13 +64,21 @@ TransferPlans PlanTransfers(Job& job, const std::vector<FileChoice>& files,
       case TransferPath::kGds:
         po.granularity = kPageBytes;
         po.max_chunk_bytes = 0;  // no staging to copy a stride from
-        PlaceSelection(sel, job.dst[r], r, po, &p.gds, &placement);
+        gds_placed.clear();
+        PlaceSelection(sel, job.dst[r], r, po, &gds_placed, &placement);
+        for (const Segment& s : gds_placed) AppendRows(s, &p.gds);
         break;
     }
   }
   PlanOptions spo;
-  // The planner keeps every aligned read span within chunk_bytes.
-  spo.chunk_bytes = config.slot_bytes;
+  // The planner keeps every aligned read span within chunk_bytes: a slot,
+  // or less for a small load (one slice) so that it spreads over every
+  // worker.
+  uint64_t staging_bytes = 0;
+  for (const Segment& s : staging_segs) staging_bytes += s.bytes();
+  spo.chunk_bytes =
+      ChunkBytesFor(staging_bytes, config.threads, config.slot_bytes,
+                    kMinChunkBytes, kPageBytes);
   spo.direct_min_bytes = UINT64_MAX;
   p.staging = MakePlan(staging_segs, staging_pf, job.tensors.size(), spo);
   PlanOptions hpo;

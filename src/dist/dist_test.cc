@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -253,6 +255,38 @@ TEST(NcclCommunicator, OneRankOnThisMachineOrAClearError) {
             StatusCode::kInvalidArgument);
   cudaFree(dev);
 }
+// Rank 0 of a 2-rank communicator whose rank 1 never comes: the
+// non-blocking init must give up at the timeout and abort, not hang. Runs
+// on one GPU; here (no GPU) the CUDA error comes first.
+TEST(NcclCommunicator, ARankThatNeverJoinsTimesOutTheInit) {
+  auto id = NcclCommunicator::MakeUniqueId();
+  if (!NcclLib::Get().ok()) {  // a machine without libnccl says so
+    ASSERT_FALSE(id.ok());
+    EXPECT_EQ(id.status().code(), StatusCode::kUnsupported);
+    return;
+  }
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  if (devices > 0 && (*NcclLib::Get())->comm_init_rank_config == nullptr) {
+    // The blocking init would wait for rank 1 for ever.
+    GTEST_SKIP() << "NCCL < 2.14 on this GPU machine: no non-blocking init";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto comm = NcclCommunicator::Create(*id, 0, 2, 0, milliseconds(3000));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(comm.ok());
+  if (devices == 0) {
+    EXPECT_EQ(comm.status().code(), StatusCode::kCudaError);
+    return;
+  }
+  EXPECT_EQ(comm.status().code(), StatusCode::kIoError);
+  EXPECT_NE(comm.status().message().find("did not complete within 3000 ms"),
+            std::string::npos)
+      << comm.status().ToString();
+  EXPECT_LT(waited, std::chrono::seconds(20));
+}
+
 #endif
 
 // ---- LoadWithGroup: real files, the host loader, ranks as threads --------
@@ -427,6 +461,100 @@ TEST(LoadWithGroup, RanksThatDisagreeFailTogetherBeforeDataMoves) {
             std::string::npos)
       << bad[0].status.ToString();
   EXPECT_NE(bad[1].status.message().find("tp_rank=5"), std::string::npos);
+}
+
+// A subset by name, tensors handed out batch by batch (small batches),
+// and a read that fails on one rank failing every rank with its reason.
+TEST(LoadWithGroup, NamedTensorsComeAsTheirBatchesComplete) {
+  SynthDir dir;
+  auto ckpt = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(ckpt.ok());
+  std::vector<std::vector<uint8_t>> files;
+  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ckpt->tensors().size(); i += 2) {
+    names.push_back(ckpt->tensors()[i].name);
+  }
+  std::reverse(names.begin(), names.end());  // any order: checkpoint order
+  const int n = 2;
+  ThreadGroup group(n, milliseconds(30000));
+  std::vector<Status> status(n);
+  std::vector<std::vector<size_t>> order(n);
+  std::vector<std::vector<LoadedTensor>> early(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      LoadOptions o;
+      o.threads = 1;
+      o.backend = Backend::kPread;
+      auto loader = Loader::Create(o);
+      ASSERT_TRUE(loader.ok());
+      GroupLoadRequest req;
+      req.names = names;
+      req.batch_bytes = 4096;
+      req.allgather_min_bytes = 1024;
+      req.on_tensor = [&, r](size_t i, const LoadedTensor& t) {
+        early[r].push_back(t);
+        order[r].push_back(i);
+      };
+      LoadCallbacks cb;
+      size_t ready = 0;
+      cb.on_ready = [&](size_t i, const TensorInfo&) {
+        EXPECT_EQ(order[r].back(), i);  // on_tensor came first
+        ++ready;
+      };
+      auto got = LoadWithGroup(**loader, *ckpt, group.rank(r), req, cb);
+      status[r] = got.ok() ? Status::OK() : got.status();
+      if (got.ok()) {
+        EXPECT_EQ(ready, names.size());
+        EXPECT_EQ(got->tensors.size(), names.size());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(status[r].ok()) << status[r].ToString();
+    ASSERT_EQ(early[r].size(), names.size());
+    for (const LoadedTensor& lt : early[r]) {
+      const TensorInfo* t = ckpt->Find(lt.name);
+      ASSERT_NE(t, nullptr);
+      ASSERT_EQ(lt.size, t->size);
+      EXPECT_EQ(
+          std::memcmp(lt.data, files[t->file].data() + t->offset, t->size), 0)
+          << "rank " << r << " " << lt.name;
+    }
+  }
+  // Several batches: the tensors were handed out in more than one go, in
+  // checkpoint order.
+  EXPECT_TRUE(std::is_sorted(order[0].begin(), order[0].end()));
+
+  // A name that is not there: that rank cannot start; both fail with it.
+  auto missing = RunGroupLoad(*ckpt, 2, [&](int r) {
+    GroupLoadRequest req;
+    req.names = {r == 0 ? names[0] : std::string("no.such.tensor")};
+    return req;
+  });
+  EXPECT_NE(missing[0].status.message().find("rank 1 could not start the "
+                                             "load"),
+            std::string::npos)
+      << missing[0].status.ToString();
+  EXPECT_NE(missing[1].status.message().find("'no.such.tensor'"),
+            std::string::npos)
+      << missing[1].status.ToString();
+}
+
+TEST(NcclConfig, IsTheNccl214PrefixOfNcclConfigT) {
+  // ncclConfig_t of NCCL 2.14: size_t size; unsigned magic, version;
+  // int blocking. NCCL reads `size` bytes and defaults the rest.
+  NcclConfig c;
+  EXPECT_EQ(offsetof(NcclConfig, size), 0u);
+  EXPECT_EQ(offsetof(NcclConfig, magic), sizeof(size_t));
+  EXPECT_EQ(offsetof(NcclConfig, version), sizeof(size_t) + 4);
+  EXPECT_EQ(offsetof(NcclConfig, blocking), sizeof(size_t) + 8);
+  EXPECT_EQ(c.size, sizeof(NcclConfig));
+  EXPECT_EQ(c.magic, 0xcafebeefu);
+  EXPECT_EQ(c.version, 21400u);
+  EXPECT_EQ(c.blocking, 0);  // non-blocking: init and calls can time out
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // LoadWithGroup (include/weightlift/group.h): agreement, the group plan,
-// this rank's reads through Loader::LoadInto (PartReads), then each batch's
-// collectives (RunBatch).
+// this rank's reads through Loader::LoadInto (PartReads, batch k + 1's on a
+// thread while batch k's collectives run), then each batch's collectives
+// (RunBatch) after the ranks have told each other their reads succeeded.
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "dist/group_exec.h"
@@ -19,14 +23,16 @@ namespace {
 
 using internal::Delivery;
 
-constexpr uint64_t kRecord = 128;  // status, fingerprint, error text
+constexpr uint64_t kRecord = 512;  // status, fingerprint, error text
 constexpr uint64_t kAlign = 256;
 
 uint64_t AlignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-// All-gathers every rank's record; the first error found, else OK.
-Status Agree(GroupTransport& group, const Device& device, const Status& mine,
-             const std::string& fingerprint) {
+// All-gathers every rank's record (status, fingerprint, error text); the
+// first error found, else OK. WHAT names the step ("start the load",
+// "read batch 3") in the error of a rank that failed it.
+Status Exchange(GroupTransport& group, const Device& device, const Status& mine,
+                const std::string& fingerprint, const std::string& what) {
   const int n = group.size();
   const int r = group.rank();
   std::vector<char> host(kRecord * static_cast<uint64_t>(n), 0);
@@ -44,10 +50,9 @@ Status Agree(GroupTransport& group, const Device& device, const Status& mine,
   WL_RETURN_IF_ERROR(internal::CopyIn(device, mine_at, rec, kRecord));
   Status s = group.AllGather(buf.get(), kRecord);
   if (!s.ok()) {
-    return Status(s.code(),
-                  "group load: the agreement on the plan and the "
-                  "checkpoint failed: " +
-                      s.message());
+    group.Retain(buf);
+    return Status(s.code(), "group load: exchanging whether every rank could " +
+                                what + " failed: " + s.message());
   }
   WL_RETURN_IF_ERROR(
       internal::CopyOut(device, host.data(), buf.get(), host.size()));
@@ -58,7 +63,7 @@ Status Agree(GroupTransport& group, const Device& device, const Status& mine,
     const char* other = host.data() + kRecord * static_cast<uint64_t>(k);
     if (other[0] != 1) {
       failed += (failed.empty() ? "" : "; ") + std::string("rank ") +
-                std::to_string(k) + " could not start the load: " +
+                std::to_string(k) + " could not " + what + ": " +
                 std::string(other + 33, strnlen(other + 33, kRecord - 34));
       continue;
     }
@@ -67,35 +72,98 @@ Status Agree(GroupTransport& group, const Device& device, const Status& mine,
   }
   if (!failed.empty()) return Status::InvalidArgument("group load: " + failed);
   if (prints.size() > 1) {
-    std::string what;
+    std::string what_differs;
     for (const auto& [fp, ranks] : prints) {
-      what += (what.empty() ? "" : "; ") + std::string("ranks [") + ranks +
-              "] have " + fp;
+      what_differs += (what_differs.empty() ? "" : "; ") +
+                      std::string("ranks [") + ranks + "] have " + fp;
     }
     return Status::InvalidArgument(
         "group load: ranks disagree on the plan or the checkpoint "
         "(fingerprint of mode, tp_size, tp_plan and every tensor's name, "
         "dtype, shape, file, offset and size): " +
-        what);
+        what_differs);
   }
   return Status::OK();
 }
 
+// The checkpoint restricted to NAMES (in checkpoint order), or why not.
+StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
+                            const std::vector<std::string>& names) {
+  std::set<std::string_view> wanted(names.begin(), names.end());
+  std::vector<TensorInfo> kept;
+  for (const TensorInfo& t : ckpt.tensors()) {
+    if (wanted.erase(t.name)) kept.push_back(t);
+  }
+  if (!wanted.empty()) {
+    return Status::NotFound("group load: tensor '" +
+                            std::string(*wanted.begin()) +
+                            "' is not in the checkpoint (" +
+                            std::to_string(wanted.size()) + " missing)");
+  }
+  return Checkpoint(ckpt.files(), std::move(kept), ckpt.index_path());
+}
+
+// One batch's reads of this rank, run on their own thread so that they
+// overlap the previous batch's collectives. Joined before it goes.
+class BatchReads {
+ public:
+  BatchReads(Loader& loader, const Checkpoint& ckpt, internal::PartReads reads)
+      : reads_(std::move(reads)) {
+    if (reads_.empty()) return;
+    thread_ = std::thread([this, &loader, &ckpt] {
+      const Checkpoint parts = reads_.ToCheckpoint(ckpt);
+      status_ = loader.LoadInto(parts, reads_.Destinations(), &report_);
+    });
+  }
+  BatchReads(const BatchReads&) = delete;
+  BatchReads& operator=(const BatchReads&) = delete;
+  ~BatchReads() { Join(); }
+  Status Join() {
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+  const LoadReport& report() const { return report_; }
+
+ private:
+  internal::PartReads reads_;
+  std::thread thread_;
+  Status status_ = Status::OK();
+  LoadReport report_;
+};
+
 }  // namespace
 
-StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
+Status AgreeOnGroupLoad(GroupTransport& group, const Device& device,
+                        const Status& mine, const std::string& fingerprint) {
+  return Exchange(group, device, mine, fingerprint, "start the load");
+}
+
+StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
                                    GroupTransport& group,
-                                   const GroupLoadRequest& request) {
+                                   const GroupLoadRequest& request,
+                                   const LoadCallbacks& callbacks) {
   const int n = group.size();
   const int r = group.rank();
   const Device device = loader.options().device;
-  const auto& tensors = ckpt.tensors();
 
   // Everything that can fail on one rank alone, before the agreement.
   Status local = Status::OK();
+  std::optional<Checkpoint> selected;
+  if (!request.names.empty()) {
+    StatusOr<Checkpoint> s = Select(whole, request.names);
+    if (s.ok()) {
+      selected.emplace(std::move(*s));
+    } else {
+      local = s.status();
+    }
+  }
+  const Checkpoint& ckpt = selected ? *selected : whole;
+  const auto& tensors = ckpt.tensors();
   TensorParallel tp = request.tp;
   std::optional<ShardedTensors> shards;
-  if (request.tensor_parallel) {
+  if (!local.ok()) {
+    // reported in the agreement
+  } else if (request.tensor_parallel) {
     if (tp.size != n || tp.rank != r) {
       local = Status::InvalidArgument(
           "group load: the group has " + std::to_string(n) +
@@ -114,10 +182,11 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
     tp.size = n;
     tp.rank = r;
   }
-  WL_RETURN_IF_ERROR(
-      Agree(group, device, local,
-            internal::GroupFingerprint(tensors, ckpt.files(),
-                                       request.tensor_parallel, tp)));
+  WL_RETURN_IF_ERROR(AgreeOnGroupLoad(
+      group, device, local,
+      local.ok() ? internal::GroupFingerprint(tensors, ckpt.files(),
+                                              request.tensor_parallel, tp)
+                 : std::string()));
 
   internal::GroupPlanOptions popts;
   popts.allgather_min_bytes = request.allgather_min_bytes;
@@ -130,12 +199,14 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
   std::vector<uint64_t> sizes(tensors.size());
   std::vector<uint64_t> offsets(tensors.size());
   uint64_t total = 0;
+  uint64_t delivered = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     sizes[i] = plan.steps[i].delivery == Delivery::kLocal
                    ? shards->shards[i].bytes
                    : tensors[i].size;
     offsets[i] = total;
     total += AlignUp(sizes[i]);
+    delivered += sizes[i];
   }
   WL_ASSIGN_OR_RETURN(std::shared_ptr<void> memory,
                       internal::AllocateOn(device, total));
@@ -145,10 +216,25 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
     buffers[i] = reinterpret_cast<void*>(base + offsets[i]);
   }
 
-  LoadReport report;
-  report.device = device;
-  std::vector<std::string> notes;
-  for (uint32_t b = 0; b < plan.batches; ++b) {
+  LoadResult result;
+  result.tensors.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    LoadedTensor lt;
+    lt.name = tensors[i].name;
+    lt.dtype = tensors[i].dtype;
+    lt.shape = plan.steps[i].delivery == Delivery::kLocal
+                   ? shards->shards[i].shape
+                   : tensors[i].shape;
+    lt.device = device;
+    lt.data = buffers[i];
+    lt.size = sizes[i];
+    lt.owner = memory;
+    result.tensors.push_back(std::move(lt));
+  }
+
+  // This rank's reads of batch B: its parts, the tensors it owns, its rows
+  // of the all-gathered ones.
+  auto reads_of = [&](uint32_t b) {
     internal::PartReads reads;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const internal::GroupStep& s = plan.steps[i];
@@ -166,37 +252,49 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
         reads.Add(t, at, 1, s.part_bytes, s.part_bytes, part_shape, dst + at);
       }
     }
-    if (!reads.empty()) {
-      const Checkpoint parts = reads.ToCheckpoint(ckpt);
-      const std::vector<Destination> dests = reads.Destinations();
-      LoadReport batch_report;
-      WL_RETURN_IF_ERROR(loader.LoadInto(parts, dests, &batch_report));
-      report.bytes_read += batch_report.bytes_read;
-      report.transfer_seconds += batch_report.transfer_seconds;
-      report.staging_bytes =
-          std::max(report.staging_bytes, batch_report.staging_bytes);
-      report.threads = std::max(report.threads, batch_report.threads);
-      if (b == 0) report.files = batch_report.files;
+    return reads;
+  };
+
+  LoadReport report;
+  report.device = device;
+  uint64_t done = 0;
+  std::unique_ptr<BatchReads> pending;
+  if (plan.batches > 0) {
+    pending = std::make_unique<BatchReads>(loader, ckpt, reads_of(0));
+  }
+  for (uint32_t b = 0; b < plan.batches; ++b) {
+    Status read = pending->Join();
+    const LoadReport batch_report = pending->report();
+    pending.reset();
+    if (read.ok() && b + 1 < plan.batches) {
+      pending = std::make_unique<BatchReads>(loader, ckpt, reads_of(b + 1));
     }
-    WL_RETURN_IF_ERROR(internal::RunBatch(plan, tensors, b, buffers, group));
+    report.bytes_read += batch_report.bytes_read;
+    report.transfer_seconds += batch_report.transfer_seconds;
+    report.staging_bytes =
+        std::max(report.staging_bytes, batch_report.staging_bytes);
+    report.threads = std::max(report.threads, batch_report.threads);
+    if (report.files.empty()) report.files = batch_report.files;
+    // Every rank learns whether every rank has its bytes of this batch, so
+    // a rank whose read failed fails the group at once, with its reason.
+    Status s = Exchange(group, device, read, std::string(32, '-'),
+                        "read its bytes of batch " + std::to_string(b));
+    if (s.ok()) s = internal::RunBatch(plan, tensors, b, buffers, group);
+    if (!s.ok()) {
+      if (pending) pending->Join();
+      group.Retain(memory);
+      return s;
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (plan.steps[i].batch != b) continue;
+      done += sizes[i];
+      if (request.on_tensor) request.on_tensor(i, result.tensors[i]);
+      if (callbacks.on_ready) callbacks.on_ready(i, tensors[i]);
+    }
+    if (callbacks.on_progress) callbacks.on_progress(done, delivered);
   }
 
-  LoadResult result;
-  result.tensors.reserve(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    LoadedTensor lt;
-    lt.name = tensors[i].name;
-    lt.dtype = tensors[i].dtype;
-    lt.shape = plan.steps[i].delivery == Delivery::kLocal
-                   ? shards->shards[i].shape
-                   : tensors[i].shape;
-    lt.device = device;
-    lt.data = buffers[i];
-    lt.size = sizes[i];
-    lt.owner = memory;
-    report.bytes += sizes[i];
-    result.tensors.push_back(std::move(lt));
-  }
+  report.bytes = delivered;
   report.tensors = tensors.size();
   report.device_bytes = device.is_cuda() ? total : 0;
   report.notes.push_back(

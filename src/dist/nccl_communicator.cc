@@ -46,12 +46,46 @@ StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
                              std::to_string(device));
   }
   NcclComm comm = nullptr;
-  const int r = lib->comm_init_rank(&comm, size, id, rank);
-  if (r != kNcclSuccess) {
-    cudaStreamDestroy(stream);
-    return Status::IoError("ncclCommInitRank (rank " + std::to_string(rank) +
-                           " of " + std::to_string(size) + " on cuda:" +
-                           std::to_string(device) + "): " + lib->ErrorText(r));
+  const std::string who = "rank " + std::to_string(rank) + " of " +
+                          std::to_string(size) +
+                          " on cuda:" + std::to_string(device);
+  if (!lib->comm_init_rank_config) {
+    // NCCL < 2.14: only the blocking init exists, which waits for every
+    // rank without a timeout; the collectives still have theirs.
+    const int r = lib->comm_init_rank(&comm, size, id, rank);
+    if (r != kNcclSuccess) {
+      cudaStreamDestroy(stream);
+      return Status::IoError("ncclCommInitRank (" + who +
+                             "): " + lib->ErrorText(r));
+    }
+  } else {
+    // Non-blocking: the init proceeds in NCCL's threads while this one
+    // polls it against the deadline, and aborts it if a rank never joins.
+    NcclConfig config;
+    int r = lib->comm_init_rank_config(&comm, size, id, rank, &config);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::microseconds(100);
+    while ((r == kNcclSuccess || r == kNcclInProgress) && comm != nullptr) {
+      int state = kNcclInProgress;
+      const int q = lib->comm_get_async_error(comm, &state);
+      r = q != kNcclSuccess ? q : state;
+      if (r != kNcclInProgress) break;  // joined, or an error
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(pause);
+      if (pause < std::chrono::milliseconds(10)) pause *= 2;
+    }
+    if (r != kNcclSuccess) {
+      if (comm != nullptr) lib->comm_abort(comm);
+      cudaStreamDestroy(stream);
+      if (r == kNcclInProgress) {
+        return Status::IoError(
+            "ncclCommInitRankConfig (" + who + ") did not complete within " +
+            std::to_string(timeout.count()) +
+            " ms: not every rank joined the communicator (aborted)");
+      }
+      return Status::IoError("ncclCommInitRankConfig (" + who +
+                             "): " + lib->ErrorText(r));
+    }
   }
   return std::unique_ptr<NcclCommunicator>(
       new NcclCommunicator(lib, comm, stream, rank, size, device, timeout));
@@ -71,7 +105,7 @@ NcclCommunicator::NcclCommunicator(const NcclLib* lib, NcclComm comm,
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_);
   if (broken_) {
-    lib_->comm_abort(comm_);
+    Abort();
   } else {
     cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
     lib_->comm_destroy(comm_);
@@ -104,7 +138,7 @@ Status NcclCommunicator::Issue(const NcclCall& c, const char* what) {
                     : lib_->all_gather(c.sendbuff, c.recvbuff, c.count,
                                        kNcclUint8, comm_, stream_);
   if (r != kNcclSuccess && r != kNcclInProgress) {
-    broken_ = true;
+    Abort();
     return Status::IoError(std::string(what) + " of " +
                            std::to_string(c.count) +
                            " bytes: " + lib_->ErrorText(r));
@@ -112,30 +146,47 @@ Status NcclCommunicator::Issue(const NcclCall& c, const char* what) {
   return Wait(what);
 }
 
+void NcclCommunicator::Abort() {
+  broken_ = true;
+  if (!aborted_) {
+    aborted_ = true;
+    lib_->comm_abort(comm_);
+  }
+}
+
 Status NcclCommunicator::Wait(const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   auto pause = std::chrono::microseconds(20);
   for (;;) {
-    const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream_));
-    if (e == cudaSuccess) return Status::OK();
-    if (e != cudaErrorNotReady) {
-      broken_ = true;
-      return CudaStatus(
-          e, std::string(what) + " on cuda:" + std::to_string(device_));
-    }
+    // A non-blocking communicator may still be enqueueing the collective
+    // (ncclInProgress): only after that is the stream's state meaningful.
     int async = kNcclSuccess;
     lib_->comm_get_async_error(comm_, &async);
     if (async != kNcclSuccess && async != kNcclInProgress) {
-      broken_ = true;
-      return Status::IoError(std::string(what) + ": " + lib_->ErrorText(async));
+      Abort();
+      return Status::IoError(
+          std::string(what) + " on rank " + std::to_string(rank_) + " of " +
+          std::to_string(size_) + ": " + lib_->ErrorText(async) + " (aborted)");
+    }
+    if (async == kNcclSuccess) {
+      const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream_));
+      if (e == cudaSuccess) return Status::OK();
+      if (e != cudaErrorNotReady) {
+        Abort();
+        return CudaStatus(
+            e, std::string(what) + " on cuda:" + std::to_string(device_));
+      }
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      broken_ = true;  // the destructor aborts the communicator
+      // Aborted now, not later: the kernel waiting for the missing rank
+      // ends, and the memory it was given can be freed without hanging.
+      Abort();
       return Status::IoError(
           std::string(what) + " on rank " + std::to_string(rank_) + " of " +
           std::to_string(size_) + " did not complete within " +
           std::to_string(timeout_.count()) +
-          " ms (a rank stopped or runs a different load)");
+          " ms (a rank stopped or runs a different load; the communicator "
+          "is aborted)");
     }
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::microseconds(1000)) pause *= 2;

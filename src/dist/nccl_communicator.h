@@ -19,9 +19,12 @@ class NcclCommunicator : public GroupTransport {
 
   // Joins ID's communicator as RANK of SIZE on CUDA device DEVICE: the
   // calling thread's current device becomes DEVICE and no other device is
-  // touched. Every collective waits at most TIMEOUT, then aborts the
-  // communicator and fails. (ncclCommInitRank itself blocks until every
-  // rank has joined; NCCL gives it no timeout in its blocking form.)
+  // touched. Joining waits at most TIMEOUT for every rank (the
+  // non-blocking ncclCommInitRankConfig, polled; aborted at the deadline;
+  // a library older than NCCL 2.14 has only the blocking init, without a
+  // timeout). Every collective waits at most TIMEOUT, then aborts the
+  // communicator at once (so the kernel ends and its memory can be freed)
+  // and fails; the communicator is unusable after.
   static StatusOr<std::unique_ptr<NcclCommunicator>> Create(
       const NcclUniqueId& id, int rank, int size, int device,
       std::chrono::milliseconds timeout);
@@ -39,6 +42,8 @@ class NcclCommunicator : public GroupTransport {
   Status Issue(const NcclCall& call, const char* what);
   // Until the stream is idle, NCCL reports an error, or the timeout.
   Status Wait(const char* what);
+  // ncclCommAbort, once; the communicator is broken after.
+  void Abort();
 
   const NcclLib* lib_;
   NcclComm comm_;
@@ -48,6 +53,7 @@ class NcclCommunicator : public GroupTransport {
   int device_;
   std::chrono::milliseconds timeout_;
   bool broken_ = false;
+  bool aborted_ = false;
 };
 
 }  // namespace weightlift::internal

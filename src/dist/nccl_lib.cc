@@ -43,6 +43,9 @@ StatusOr<const NcclLib*> Load() {
     missing = "ncclBroadcast";
   else if (!Bind(dl, "ncclAllGather", &lib->all_gather))
     missing = "ncclAllGather";
+  if (!missing) {  // optional: libraries older than 2.14 lack it
+    Bind(dl, "ncclCommInitRankConfig", &lib->comm_init_rank_config);
+  }
   if (missing) {
     delete lib;
     dlclose(dl);

@@ -18,6 +18,17 @@ inline constexpr int kNcclSuccess = 0;     // ncclSuccess
 inline constexpr int kNcclInProgress = 7;  // ncclInProgress
 inline constexpr int kNcclUint8 = 1;       // ncclUint8
 
+// ncclConfig_t as NCCL 2.14 defined it (the first version with
+// ncclCommInitRankConfig). NCCL reads `size` bytes of the caller's struct
+// and takes every later field at its default, so this prefix stays valid
+// with newer libraries; `version` 2.14.0 tells it which fields are set.
+struct NcclConfig {
+  size_t size = sizeof(NcclConfig);
+  unsigned int magic = 0xcafebeef;  // what NCCL_CONFIG_INITIALIZER sets
+  unsigned int version = 21400;     // NCCL_VERSION(2, 14, 0)
+  int blocking = 0;                 // 0: calls return ncclInProgress
+};
+
 // The process-wide libnccl.so.2: dlopen'ed on first use. Thread-safe.
 struct NcclLib {
   // The library, or Unsupported naming why (not found, a symbol missing).
@@ -27,6 +38,9 @@ struct NcclLib {
   int (*get_version)(int*) = nullptr;
   int (*get_unique_id)(NcclUniqueId*) = nullptr;
   int (*comm_init_rank)(NcclComm*, int, NcclUniqueId, int) = nullptr;
+  // NCCL >= 2.14 (nullptr before): a non-blocking init that can time out.
+  int (*comm_init_rank_config)(NcclComm*, int, NcclUniqueId, int,
+                               NcclConfig*) = nullptr;
   int (*comm_destroy)(NcclComm) = nullptr;
   int (*comm_abort)(NcclComm) = nullptr;
   int (*comm_get_async_error)(NcclComm, int*) = nullptr;

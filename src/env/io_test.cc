@@ -20,7 +20,7 @@
 #include "env/file.h"
 #include "env/memory_file.h"
 #include "env/testing/temp_dir.h"
-#include "exec/executor.h"
+#include "exec/host_sink.h"
 #include "exec/thread_pool.h"
 #include "plan/plan.h"
 
@@ -127,7 +127,7 @@ class BackendTest : public ::testing::TestWithParam<Kind> {
     auto bounce = BouncePool::Create(1 << 20, 256 << 10);
     if (!bounce.ok()) return bounce.status();
     File* files[] = {&f};
-    return RunHostPlan(plan, files, pool_, **bounce, {}, nullptr);
+    return RunHostPlan(plan, files, pool_, **bounce);
   }
 
   TempDir dir_;

@@ -1,190 +1,114 @@
 #include "exec/executor.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstring>
 
-#include "util/progress.h"
+#include "exec/read_chunk.h"
 
 namespace weightlift::internal {
-
-StatusOr<std::unique_ptr<BouncePool>> BouncePool::Create(size_t total_bytes,
-                                                         size_t slot_bytes) {
-  slot_bytes = (std::max<size_t>(slot_bytes, 1) + 4095) / 4096 * 4096;
-  const size_t slots = std::max<size_t>(1, total_bytes / slot_bytes);
-  const size_t total = slots * slot_bytes;
-  void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    return Status::ResourceExhausted(
-        "cannot allocate " + std::to_string(total) +
-        " bytes of staging memory: " + std::strerror(errno));
-  }
-  return std::unique_ptr<BouncePool>(new BouncePool(
-      static_cast<std::byte*>(p), total, slot_bytes, static_cast<int>(slots)));
-}
-
-BouncePool::BouncePool(std::byte* base, size_t total, size_t slot, int slots)
-    : base_(base), total_bytes_(total), slot_bytes_(slot), slots_(slots) {
-  free_.reserve(slots);
-  // Hand out low slots first (LIFO) so a small load touches few pages.
-  for (int i = slots - 1; i >= 0; --i) free_.push_back(base_ + i * slot);
-}
-
-BouncePool::~BouncePool() { ::munmap(base_, total_bytes_); }
-
-std::byte* BouncePool::Acquire() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !free_.empty(); });
-  std::byte* s = free_.back();
-  free_.pop_back();
-  return s;
-}
-
-void BouncePool::Release(std::byte* slot) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(slot);
-  }
-  cv_.notify_one();
-}
-
 namespace {
 
-std::string ChunkContext(const ReadChunk& c, const ExecCallbacks& cb) {
+// "loading tensor 'x' (and N more) (direct read)"; with FILE (for a
+// sink's own errors, which do not name it) "... from PATH ...".
+std::string ChunkContext(const ReadChunk& c, const RunOptions& o,
+                         const File* file = nullptr) {
   std::string s = "loading ";
-  if (cb.tensor_name && !c.scatters.empty()) {
-    s += "tensor '" + cb.tensor_name(c.scatters.front().tensor) + "'";
+  if (o.tensor_name && !c.scatters.empty()) {
+    s += "tensor '" + o.tensor_name(c.scatters.front().tensor) + "'";
     if (c.scatters.size() > 1) {
       s += " (and " + std::to_string(c.scatters.size() - 1) + " more)";
     }
   } else {
     s += "chunk";
   }
+  if (file != nullptr) s += " from " + file->path();
   s += " (" + std::string(c.is_direct() ? "direct" : "bounce") + " read)";
   return s;
 }
 
-// SC's bytes from the bounce SLOT to host memory: one memcpy, or one per
-// row of a strided scatter (the rows land back to back).
-void CopyOut(const std::byte* slot, const Scatter& sc) {
-  auto* dst = reinterpret_cast<std::byte*>(sc.dst);
-  const std::byte* src = slot + sc.chunk_offset;
-  if (sc.rows <= 1) {
-    std::memcpy(dst, src, sc.length);
-    return;
-  }
-  for (uint64_t r = 0; r < sc.rows; ++r) {
-    std::memcpy(dst + r * sc.length, src + r * sc.src_pitch, sc.length);
-  }
-}
-
 }  // namespace
 
-Status RunHostPlan(const Plan& plan, std::span<File* const> files,
-                   ThreadPool& pool, BouncePool& bounce,
-                   const ExecCallbacks& cb, ExecStats* stats) {
-  if (plan.max_bounce_bytes > bounce.slot_bytes()) {
-    return Status::Internal(
-        "plan needs bounce chunks of " + std::to_string(plan.max_bounce_bytes) +
-        " bytes but staging slots have " + std::to_string(bounce.slot_bytes()));
+Status Sink::ReadDirect(int, File& file, const ReadChunk& c) {
+  return ReadChunkBytes(file, c, reinterpret_cast<std::byte*>(c.direct_dst));
+}
+
+void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
+             ThreadPool& pool, const RunOptions& options,
+             CompletionTracker& done, ExecStats* stats) {
+  if (plan.max_bounce_bytes > sink.slot_bytes()) {
+    return done.Fail(Status::Internal("plan needs bounce chunks of " +
+                                      std::to_string(plan.max_bounce_bytes) +
+                                      " bytes but the sink's slots hold " +
+                                      std::to_string(sink.slot_bytes())));
   }
   for (const ReadChunk& c : plan.chunks) {
     if (c.file >= files.size() || files[c.file] == nullptr) {
-      return Status::Internal("plan reads file " + std::to_string(c.file) +
-                              " which was not opened");
+      return done.Fail(Status::Internal("plan reads file " +
+                                        std::to_string(c.file) +
+                                        " which was not opened"));
     }
   }
-  const size_t num_tensors = plan.pieces_per_tensor.size();
-  std::unique_ptr<std::atomic<uint32_t>[]> remaining(
-      new std::atomic<uint32_t>[num_tensors]);
-  for (size_t t = 0; t < num_tensors; ++t) {
-    remaining[t].store(plan.pieces_per_tensor[t], std::memory_order_relaxed);
-  }
-  if (cb.on_ready) {
-    for (size_t t = 0; t < num_tensors; ++t) {
-      if (plan.pieces_per_tensor[t] == 0) cb.on_ready(static_cast<uint32_t>(t));
-    }
-  }
-
-  const uint64_t total = plan.bytes_delivered;
   std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::atomic<uint64_t> direct_chunks{0}, bounce_chunks{0};
-  ProgressReporter progress(cb.on_progress, total,
-                            ProgressReporter::kDefaultInterval);
-  std::mutex error_mu;
-  Status first_error;
+  std::atomic<uint64_t> direct_total{0}, bounce_total{0};
 
-  auto fail = [&](Status s) {
-    std::lock_guard<std::mutex> lock(error_mu);
-    if (first_error.ok()) first_error = std::move(s);
-    failed.store(true);
-  };
-
-  auto finish_scatters = [&](const ReadChunk& c) {
-    uint64_t bytes = 0;
-    for (const Scatter& s : c.scatters) {
-      bytes += s.bytes();
-      if (remaining[s.tensor].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-          cb.on_ready) {
-        cb.on_ready(s.tensor);
-      }
+  auto worker = [&](int w) {
+    uint64_t direct = 0, bounce = 0;
+    if (Status s = sink.BeginWorker(w); !s.ok()) {
+      done.Fail(std::move(s));
     }
-    progress.Add(bytes);
-  };
-
-  auto worker = [&](int) {
-    while (!failed.load(std::memory_order_relaxed)) {
-      const size_t i = next.fetch_add(1);
-      if (cb.next_chunk != nullptr) {
-        cb.next_chunk->store(i + 1, std::memory_order_relaxed);
+    while (!done.failed()) {
+      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (options.next_chunk != nullptr) {
+        options.next_chunk->store(i + 1, std::memory_order_relaxed);
       }
-      if (i >= plan.chunks.size()) return;
+      if (i >= plan.chunks.size()) break;
       const ReadChunk& c = plan.chunks[i];
-      File* f = files[c.file];
+      File& f = *files[c.file];
       if (c.is_direct()) {
-        Status s = f->ReadAt(
-            c.offset, {reinterpret_cast<std::byte*>(c.direct_dst), c.length});
+        Status s = sink.ReadDirect(w, f, c);
         if (!s.ok()) {
-          fail(s.WithContext(ChunkContext(c, cb)));
-          return;
+          done.Fail(s.WithContext(ChunkContext(c, options)));
+          break;
         }
-        direct_chunks.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        std::byte* slot = bounce.Acquire();
-        Status s = f->ReadAt(c.offset, {slot, c.length});
-        if (!s.ok()) {
-          bounce.Release(slot);
-          fail(s.WithContext(ChunkContext(c, cb)));
-          return;
-        }
-        for (const Scatter& sc : c.scatters) CopyOut(slot, sc);
-        bounce.Release(slot);
-        bounce_chunks.fetch_add(1, std::memory_order_relaxed);
+        ++direct;
+        done.Delivered(c);
+        continue;
       }
-      finish_scatters(c);
+      StatusOr<SinkSlot> slot = sink.AcquireSlot(w, c, done);
+      if (!slot.ok()) {
+        done.Fail(slot.status().WithContext(ChunkContext(c, options, &f)));
+        break;
+      }
+      if (!slot->filled) {
+        Status s = ReadChunkBytes(f, c, slot->data);
+        if (!s.ok()) {
+          sink.Abandon(w, *slot);
+          done.Fail(s.WithContext(ChunkContext(c, options)));
+          break;
+        }
+      }
+      Status s = sink.Deliver(w, c, *slot, done);
+      if (!s.ok()) {
+        done.Fail(s.WithContext(ChunkContext(c, options, &f)));
+        break;
+      }
+      ++bounce;
     }
+    sink.Drain(w, done);
+    direct_total.fetch_add(direct, std::memory_order_relaxed);
+    bounce_total.fetch_add(bounce, std::memory_order_relaxed);
   };
 
-  const int usable =
-      cb.threads > 0 ? std::min(cb.threads, pool.size()) : pool.size();
+  const int usable = options.threads > 0
+                         ? std::min(options.threads, pool.size())
+                         : pool.size();
   const int threads = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(usable), plan.chunks.size()));
   if (threads > 0) pool.Run(worker, threads);
   if (stats != nullptr) {
-    stats->bytes_read = plan.bytes_read;
-    stats->bytes_delivered = progress.delivered();
-    stats->direct_chunks = direct_chunks.load();
-    stats->bounce_chunks = bounce_chunks.load();
-    stats->threads = threads;
+    stats->direct_chunks += direct_total.load();
+    stats->bounce_chunks += bounce_total.load();
+    stats->threads = std::max(stats->threads, threads);
   }
-  if (failed.load()) return first_error;
-  progress.Finish();
-  return Status::OK();
 }
 
 }  // namespace weightlift::internal

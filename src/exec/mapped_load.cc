@@ -110,8 +110,9 @@ StatusOr<LoadResult> LoadMapped(const Checkpoint& ckpt,
   }
   report.bytes_read = copied;
   report.tensors = tensors.size();
-  result.tensors = MakeLoadedTensors(ckpt, tensors, Device::Cpu(), dsts,
-                                     std::shared_ptr<void>(owner, owner.get()));
+  result.tensors =
+      MakeLoadedSelections(ckpt, WholeTensors(ckpt, tensors), Device::Cpu(),
+                           dsts, std::shared_ptr<void>(owner, owner.get()));
   report.seconds = SecondsSince(t0);
   report.transfer_seconds = report.seconds - report.open_seconds;
   return result;

@@ -61,26 +61,6 @@ StatusOr<std::vector<uint32_t>> ResolveDestinations(
   return out;
 }
 
-std::vector<LoadedTensor> MakeLoadedTensors(
-    const Checkpoint& ckpt, std::span<const uint32_t> tensors, Device device,
-    std::span<const uintptr_t> dsts, const std::shared_ptr<void>& owner) {
-  std::vector<LoadedTensor> out;
-  out.reserve(tensors.size());
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const TensorInfo& info = ckpt.tensors()[tensors[k]];
-    LoadedTensor lt;
-    lt.name = info.name;
-    lt.dtype = info.dtype;
-    lt.shape = info.shape;
-    lt.device = device;
-    lt.data = reinterpret_cast<void*>(dsts[k]);
-    lt.size = info.size;
-    lt.owner = owner;
-    out.push_back(std::move(lt));
-  }
-  return out;
-}
-
 StatusOr<std::vector<TensorSelection>> ResolveRequests(
     const Checkpoint& ckpt, std::span<const TensorRequest> requests) {
   std::vector<TensorSelection> out;

@@ -27,14 +27,6 @@ StatusOr<std::vector<uint32_t>> ResolveNames(
 StatusOr<std::vector<uint32_t>> ResolveDestinations(
     const Checkpoint& ckpt, std::span<const Destination> dests);
 
-// The loaded tensors of a finished Load(): TENSORS[k] (indices into
-// ckpt.tensors()) at address DSTS[k] on DEVICE, all kept alive by OWNER.
-std::vector<LoadedTensor> MakeLoadedTensors(const Checkpoint& ckpt,
-                                            std::span<const uint32_t> tensors,
-                                            Device device,
-                                            std::span<const uintptr_t> dsts,
-                                            const std::shared_ptr<void>& owner);
-
 // REQUESTS as selections, one per request in order (see plan/selection.h):
 // NotFound for a name the checkpoint lacks, and SelectSlice's errors. A
 // tensor may be requested more than once (e.g. two slices of it).
@@ -48,8 +40,9 @@ std::vector<TensorSelection> WholeTensors(const Checkpoint& ckpt,
 // The checkpoint index of each selection.
 std::vector<uint32_t> TensorsOf(std::span<const TensorSelection> selections);
 
-// Like MakeLoadedTensors, with each result's shape and size from its
-// selection.
+// The loaded tensors of a finished Load(): SELECTIONS[k] (a whole tensor or
+// a slice, its shape and size from the selection) at address DSTS[k] on
+// DEVICE, all kept alive by OWNER.
 std::vector<LoadedTensor> MakeLoadedSelections(
     const Checkpoint& ckpt, std::span<const TensorSelection> selections,
     Device device, std::span<const uintptr_t> dsts,

@@ -122,7 +122,50 @@ void PlanStrided(const Segment& s, const PlanFile& f, uint64_t cap,
   }
 }
 
+// Chunks of whole rows of gather segment S (alignment 1, S.length <= CAP),
+// each reading at most CAP bytes run by run.
+void PlanGather(const Segment& s, const PlanFile& f, uint64_t cap, Plan* plan) {
+  const uint64_t per_chunk = std::max<uint64_t>(1, cap / s.length);
+  for (uint64_t r = 0; r < s.rows; r += per_chunk) {
+    const uint64_t n = std::min(per_chunk, s.rows - r);
+    ReadChunk c;
+    c.file = s.file;
+    c.offset = s.file_offset + r * s.pitch;
+    c.length = n * s.length;
+    c.rows = n;
+    c.pitch = n > 1 ? s.pitch : 0;
+    const uintptr_t dst = s.dst + r * s.length;
+    if (f.allow_direct) {
+      c.direct_dst = dst;
+    } else {
+      plan->max_bounce_bytes = std::max(plan->max_bounce_bytes, c.length);
+    }
+    c.scatters.push_back(Scatter{0, dst, c.length, s.tensor});
+    plan->chunks.push_back(std::move(c));
+  }
+}
+
 }  // namespace
+
+void AppendRows(const Segment& s, std::vector<Segment>* out) {
+  if (s.rows <= 1) {
+    out->push_back(s);
+    return;
+  }
+  for (uint64_t r = 0; r < s.rows; ++r) {
+    out->push_back(Segment{s.file, s.file_offset + r * s.pitch, s.length,
+                           s.dst + r * s.length, s.tensor});
+  }
+}
+
+uint64_t ChunkBytesFor(uint64_t total, int workers, uint64_t max_chunk,
+                       uint64_t floor, uint64_t alignment) {
+  const uint64_t a = std::max<uint64_t>(alignment, 1);
+  const uint64_t share =
+      total / (2 * static_cast<uint64_t>(std::max(workers, 1)));
+  const uint64_t chunk = std::min(max_chunk, std::max(share, floor));
+  return std::max(a, chunk / a * a);
+}
 
 Plan MakePlan(std::span<const Segment> segments,
               std::span<const PlanFile> files, size_t num_tensors,
@@ -137,16 +180,31 @@ Plan MakePlan(std::span<const Segment> segments,
                     AlignDown(std::max<uint64_t>(options.chunk_bytes, 1), a));
   };
 
-  // Plain segments in file order; strided ones planned on their own.
+  // Plain segments in file order; strided and gather ones planned on
+  // their own. Gather segments that cannot be gathered become one plain
+  // segment per row, stored first so the pointers into it stay valid.
+  std::vector<Segment> rows_as_segments;
+  for (const Segment& s : segments) {
+    if (s.bytes() == 0) continue;
+    const PlanFile& f = files[s.file];
+    if (s.rows > 1 && s.gather && (f.alignment > 1 || s.length > cap_for(f))) {
+      AppendRows(s, &rows_as_segments);
+    }
+  }
   std::vector<const Segment*> plain;
-  plain.reserve(segments.size());
+  plain.reserve(segments.size() + rows_as_segments.size());
+  for (const Segment& s : rows_as_segments) plain.push_back(&s);
   for (const Segment& s : segments) {
     if (s.bytes() == 0) continue;
     assert(s.file < files.size());
     assert(s.tensor < num_tensors);
     plan.bytes_delivered += s.bytes();
-    if (s.rows > 1) {
-      PlanStrided(s, files[s.file], cap_for(files[s.file]), &plan);
+    const PlanFile& f = files[s.file];
+    if (s.rows > 1 && s.gather) {
+      const uint64_t cap = cap_for(f);
+      if (f.alignment <= 1 && s.length <= cap) PlanGather(s, f, cap, &plan);
+    } else if (s.rows > 1) {
+      PlanStrided(s, f, cap_for(f), &plan);
     } else {
       plain.push_back(&s);
     }

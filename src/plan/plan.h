@@ -15,9 +15,11 @@ namespace weightlift::internal {
 
 // A contiguous byte range of one file that must land at DST, or with
 // ROWS > 1 a strided one: ROWS runs of LENGTH bytes, PITCH bytes apart in
-// the file, landing back to back at DST (a slice placed with a strided copy,
-// see selection.h). DST is an address in the destination's space (host or
-// device); the planner only does arithmetic on it.
+// the file, landing back to back at DST. A strided segment is moved either
+// by covering reads placed with a strided copy (GATHER false) or, with
+// GATHER, by reading each run on its own, packed back to back (a slice's
+// row runs, see selection.h). DST is an address in the destination's space
+// (host or device); the planner only does arithmetic on it.
 struct Segment {
   uint32_t file = 0;
   uint64_t file_offset = 0;
@@ -26,6 +28,7 @@ struct Segment {
   uint32_t tensor = 0;  // completion is tracked per tensor
   uint64_t rows = 1;
   uint64_t pitch = 0;  // > length when rows > 1
+  bool gather = false;
   uint64_t bytes() const { return length * rows; }
 };
 
@@ -47,6 +50,12 @@ struct ReadChunk {
   uint32_t file = 0;
   uint64_t offset = 0;  // file offset of the read (aligned for O_DIRECT)
   uint64_t length = 0;  // bytes to read (aligned, or ending at file end)
+  // A gather read (ROWS > 1): ROWS runs of length / rows bytes, the first
+  // at OFFSET and each PITCH bytes after the last, read one by one and
+  // packed back to back (only on files with alignment 1). ReadChunkBytes
+  // (exec/read_chunk.h) is the one place that performs a chunk's reads.
+  uint64_t rows = 1;
+  uint64_t pitch = 0;
   // Direct chunks: read straight to direct_dst; `scatters` lists the tensor
   // pieces the read delivers, back to back from chunk_offset 0 (for
   // completion only: nothing is copied). Bounce chunks: direct_dst == 0;
@@ -86,9 +95,28 @@ struct Plan {
 // alignment; edges go through bounce chunks, which coalesce neighbouring
 // ranges of one file up to chunk_bytes. Strided segments (rows > 1) are
 // never direct: their chunks each cover whole rows, at most chunk_bytes,
-// REQUIRES a row plus one alignment block to fit chunk_bytes.
+// REQUIRES a row plus one alignment block to fit chunk_bytes. Gather
+// segments become gather chunks of whole rows, at most chunk_bytes each,
+// direct where the file allows it (the runs are separate reads either way,
+// so a bounce copy would buy nothing); on a file with alignment > 1, or
+// with runs wider than chunk_bytes, their rows are planned as plain
+// segments instead.
 Plan MakePlan(std::span<const Segment> segments,
               std::span<const PlanFile> files, size_t num_tensors,
               const PlanOptions& options);
+
+// S's rows as plain segments (S itself when it has one row), for a path
+// that moves ranges, not strides (GDS).
+void AppendRows(const Segment& s, std::vector<Segment>* out);
+
+// The chunk size for a load of TOTAL bytes on WORKERS workers: MAX_CHUNK,
+// or less for a small load so that every worker gets about two chunks
+// (a 22 MB slice in 8 MiB chunks would keep 3 of 16 workers busy), never
+// below FLOOR (per-read costs) and rounded down to ALIGNMENT.
+uint64_t ChunkBytesFor(uint64_t total, int workers, uint64_t max_chunk,
+                       uint64_t floor, uint64_t alignment);
+// The usual FLOOR: below it a read's fixed cost (a syscall, a copy launch)
+// starts to show against its bytes.
+inline constexpr uint64_t kMinChunkBytes = 256u << 10;
 
 }  // namespace weightlift::internal

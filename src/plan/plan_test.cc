@@ -255,6 +255,56 @@ TEST(PlanTest, StridedSegmentChunksHoldWholeRows) {
   EXPECT_LE(p.chunks.size(), 100u * 1000 / 4096 + 2);
 }
 
+TEST(PlanTest, GatherSegmentReadsOnlyItsRunsPackedPerChunk) {
+  // 100 runs of 300 bytes, 1000 apart: staged (no direct) chunks of at
+  // most 8192 bytes = 27 whole runs each, read run by run, one scatter each.
+  std::vector<PlanFile> files = {{200000, 1, false}};
+  Segment s{0, 777, 300, kBase, 0};
+  s.rows = 100;
+  s.pitch = 1000;
+  s.gather = true;
+  std::vector<Segment> segs = {s};
+  Plan p = MakePlan(segs, files, 1, Opts(8192, 1));
+  ASSERT_EQ(p.chunks.size(), 4u);  // 27 + 27 + 27 + 19 runs
+  uint64_t rows = 0;
+  for (const auto& c : p.chunks) {
+    EXPECT_FALSE(c.is_direct());
+    EXPECT_EQ(c.offset, 777 + rows * 1000);
+    EXPECT_EQ(c.length, c.rows * 300);
+    EXPECT_LE(c.length, 8192u);
+    ASSERT_EQ(c.scatters.size(), 1u);
+    EXPECT_EQ(c.scatters[0].dst, kBase + rows * 300);
+    EXPECT_EQ(c.scatters[0].length, c.length);
+    rows += c.rows;
+  }
+  EXPECT_EQ(rows, 100u);
+  EXPECT_EQ(p.bytes_read, 30000u);  // only the selected bytes
+  EXPECT_EQ(p.bytes_delivered, 30000u);
+  EXPECT_EQ(p.pieces_per_tensor[0], 4u);
+  // Where direct reads are allowed (the host) they land in place.
+  files[0].allow_direct = true;
+  Plan d = MakePlan(segs, files, 1, Opts(8192, 1));
+  ASSERT_EQ(d.chunks.size(), 4u);
+  for (const auto& c : d.chunks) EXPECT_EQ(c.direct_dst, c.scatters[0].dst);
+  // Under O_DIRECT the runs are planned as plain aligned ranges instead.
+  files[0].alignment = 4096;
+  Plan a = MakePlan(segs, files, 1, Opts(8192, 1));
+  VerifyPlan(a, segs, files, 1, Opts(8192, 1), 30000);
+  for (const auto& c : a.chunks) EXPECT_EQ(c.rows, 1u);
+}
+
+TEST(PlanTest, ChunkBytesSpreadSmallLoadsOverTheWorkers) {
+  // A 22 MB slice on 16 workers: ~700 KB chunks, aligned down to 4096.
+  EXPECT_EQ(ChunkBytesFor(22544384, 16, 8u << 20, 256u << 10, 4096),
+            22544384 / 32 / 4096 * 4096);
+  // A 13 GB load keeps the full slot; a tiny one the floor.
+  EXPECT_EQ(ChunkBytesFor(13ull << 30, 16, 8u << 20, 256u << 10, 4096),
+            8u << 20);
+  EXPECT_EQ(ChunkBytesFor(4096, 16, 8u << 20, 256u << 10, 4096), 256u << 10);
+  // Never below one alignment block, never zero workers.
+  EXPECT_EQ(ChunkBytesFor(1, 0, 8u << 20, 1, 4096), 4096u);
+}
+
 TEST(PlanTest, SmallTensorsCoalesce) {
   std::vector<PlanFile> files = {{1000, 4096, true}};
   std::vector<Segment> segs;

@@ -235,10 +235,13 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
       stats->strided_rows += b.rows;
       stats->moved_bytes += CoverBytes(b, g);
     } else {
-      for (uint64_t r = 0; r < b.rows; ++r) {
-        segments->push_back({sel.file, b.file_offset + r * b.pitch, b.width,
-                             at + r * b.width, request});
-      }
+      // Row runs: one gather segment; the planner reads its rows one by
+      // one, packed back to back (or row by row where it cannot gather).
+      Segment seg{sel.file, b.file_offset, b.width, at, request};
+      seg.rows = b.rows;
+      seg.pitch = b.pitch;
+      seg.gather = true;
+      segments->push_back(seg);
       uint64_t moved = 0, reads = 0;
       RunsBytes(b, g, &moved, &reads);
       ++stats->row_runs;

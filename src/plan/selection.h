@@ -17,7 +17,8 @@
 // granularity (4096 for O_DIRECT, 1 for buffered reads), whichever is less;
 // on a tie strided (the same reads, one copy per chunk instead of one per
 // row). Buffered reads therefore always take row runs, read straight into
-// place on the host; under O_DIRECT rows narrower than a block that share
+// place on the host and gathered into one staging slot (one copy per slot)
+// on CUDA; under O_DIRECT rows narrower than a block that share
 // blocks are read once, covering, and placed with strided copies.
 #pragma once
 

@@ -101,12 +101,12 @@ def stated_overhead(report):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
 def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
-    from tp_reference import LLAMA_PLAN, split_reference
+    from tp_reference import TEST_PLAN, split_reference
     full = _full(ckpt)
     for r in range(n):
         got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=n,
-                                         tp_plan=LLAMA_PLAN)
-        want = split_reference(full, LLAMA_PLAN, r, n)
+                                         tp_plan=TEST_PLAN)
+        want = split_reference(full, TEST_PLAN, r, n)
         assert list(got) == list(want.keys()) or set(got) == set(want)
         for name, w in want.items():
             g = got[name]
@@ -126,11 +126,11 @@ def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
 
 
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
-    from tp_reference import LLAMA_PLAN
+    from tp_reference import TEST_PLAN
     total = _file_bytes(ckpt)
     for r in range(4):
         got = weightlift.load_checkpoint(ckpt, tp_rank=r, tp_size=4,
-                                         tp_plan=LLAMA_PLAN)
+                                         tp_plan=TEST_PLAN)
         assert got.report.bytes_read < 0.4 * total, (
             f"rank {r} read {got.report.bytes_read} of {total} bytes: a TP "
             f"rank must read about its share (if LoadSlices placed the "
@@ -139,9 +139,9 @@ def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
 
 
 def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
-    from tp_reference import LLAMA_PLAN, split_reference
-    want = split_reference(_full(ckpt), LLAMA_PLAN, 1, 3)
-    kw = dict(tp_rank=1, tp_size=3, tp_plan=LLAMA_PLAN)
+    from tp_reference import TEST_PLAN, split_reference
+    want = split_reference(_full(ckpt), TEST_PLAN, 1, 3)
+    kw = dict(tp_rank=1, tp_size=3, tp_plan=TEST_PLAN)
     from weightlift.torch import load_file
     got = load_file(ckpt, **kw)
     assert set(got) == set(want)
@@ -156,10 +156,40 @@ def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
     assert report.missing_keys == [] and report.unexpected_keys == []
     # tp_plan as a JSON file (what the CLI takes).
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(LLAMA_PLAN))
+    plan_file.write_text(json.dumps(TEST_PLAN))
     got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=3,
                                      tp_plan=str(plan_file))
     assert all(torch.equal(got[n], want[n]) for n in want)
+
+
+def test_iter_tensors_yields_parts_as_batches_land(ckpt, monkeypatch):
+    """iter_tensors in slice mode hands out the first batch's parts while
+    later batches are not read yet, in checkpoint order, bit-exact; a
+    consumer that stops early leaves nothing running."""
+    from tp_reference import TEST_PLAN, split_reference
+    want = split_reference(_full(ckpt), TEST_PLAN, 2, 4)
+    monkeypatch.setattr(_tp, "ITER_BATCH_BYTES", 8 << 10)
+    kw = dict(tp_rank=2, tp_size=4, tp_plan=TEST_PLAN)
+    it = weightlift.iter_tensors(ckpt, **kw)
+    first = next(it)
+    assert it.batches > 3
+    assert it.batches_loaded == 1, "the first part waited for later reads"
+    assert it.report is None
+    got = dict([first] + list(it))
+    assert it.batches_loaded == it.batches
+    order = [t[0] for t in weightlift._core.open_checkpoint(ckpt).tensors()]
+    assert list(got) == order
+    assert set(got) == set(want)
+    assert all(torch.equal(got[n], want[n]) for n in want)
+    share = sum(w.numel() * w.element_size() for w in want.values())
+    assert it.report.bytes == share and it.report.bytes_read >= share
+    # Stopped after one tensor: the load in flight is waited for, and the
+    # next load (reusing the pooled loader) is fine.
+    it = weightlift.iter_tensors(ckpt, **kw)
+    next(it)
+    it.close()
+    assert torch.equal(dict(weightlift.iter_tensors(ckpt, **kw))[order[0]],
+                       want[order[0]])
 
 
 def test_bad_tp_arguments_are_clear_errors(ckpt):
@@ -212,11 +242,12 @@ def test_auto_plan_maps_transformers_words():
 
 # ---- group mode (gloo, separate processes) -------------------------------
 
-def _run_groups(ckpt, worlds, scenario, out_dir, timeout=300):
+def _run_groups(ckpt, worlds, scenario, out_dir, timeout=300, env=None):
     """Runs tp_worker.py: for each world size n, n ranks (forked processes)
     in a gloo group. Returns {n: [rank results]}."""
     env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+               **(env or {}))
     proc = subprocess.run(
         [sys.executable, WORKER, ",".join(map(str, worlds)), ckpt, scenario,
          str(out_dir)], env=env, stdout=subprocess.PIPE,
@@ -287,7 +318,80 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     t = r0["timeout"]
     assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
     assert "did not complete within 2 s" in t["error"]
+    assert "rank 0 of 2" in t["error"] and "all_gather" in t["error"]
     assert t["seconds"] < 30
+    # The timed-out collective was still running: its memory was kept, and
+    # rank 1, joining late, wrote its record there. Rank 1's late load then
+    # fails at the next exchange (rank 0 does not go on: a timeout, or a
+    # peer gone once rank 0 exits).
+    assert r0["kept_works"] >= 1
+    assert r0["late_record_landed"], r0
+    late = r1["late"]
+    assert late is not None and "WeightliftIOError" in late["mro"], late
+    assert "read its bytes of batch 0" in late["error"], late
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_group_mode_over_nccl_on_each_rank_gpu(ckpt, tmp_path):
+    """Group mode through the C++ load with torch's NCCL group as its
+    transport: one rank per GPU (one GPU here: one rank), device memory
+    handed to NCCL, bit-exact against safetensors."""
+    n = min(torch.cuda.device_count(), 8)
+    results = _run_groups(ckpt, (n,), "nccl", tmp_path)[n]
+    for r in results:
+        assert r["ok"], r.get("traceback")
+        assert r["devices"] == [f"cuda:{r['rank']}"]
+        for key in ("full_mismatch", "tp_group_mismatch", "iter_mismatch"):
+            assert r[key] == [], (r["rank"], key, r[key][:5])
+
+
+def test_a_rank_that_dies_mid_load_fails_the_others_in_time(ckpt, tmp_path):
+    """Three real processes; rank 2 exits at its first broadcast, in the
+    middle of a group load. Ranks 0 and 1 each get a WeightliftIOError (or
+    GroupTimeoutError) naming their rank and the collective, within the
+    10 s group_timeout, not a hang."""
+    results = _run_groups(ckpt, (3,), "dies", tmp_path)[3]
+    assert results[2].get("died"), results[2]
+    for r in results[:2]:
+        assert r["ok"], r.get("traceback")
+        d = r["dies"]
+        assert d is not None, "the load succeeded without rank 2"
+        assert "WeightliftIOError" in d["mro"], d
+        assert f"rank {r['rank']} of 3" in d["error"], d
+        assert "broadcast" in d["error"] or "all_gather" in d["error"], d
+        assert d["seconds"] < 10 + 5, d
+
+
+def test_group_mode_memory_stays_bounded(tmp_path):
+    """Peak resident memory of each of 4 gloo ranks, on a 136 MiB checkpoint
+    with the group's batches cut to 8 MiB (17x the bound): with tp_plan a
+    rank's memory rises by its result (its quarter of the split tensors
+    plus the replicated ones) plus at most a few batches, far below the
+    checkpoint; without, by the full result plus the same."""
+    d = tmp_path / "big"
+    d.mkdir()
+    g = torch.Generator().manual_seed(3)
+    tensors = {f"big.{i}.weight": torch.randint(
+        -30000, 30000, (2048, 2048), generator=g, dtype=torch.int16)
+        for i in range(16)}  # 16 x 8 MiB, colwise
+    tensors.update({f"rep.{i}": torch.randint(
+        -30000, 30000, (1024, 1024), generator=g, dtype=torch.int16)
+        for i in range(4)})  # 4 x 2 MiB, replicated
+    save_file(tensors, str(d / "model.safetensors"))
+    del tensors
+    ckpt_bytes = os.path.getsize(d / "model.safetensors")
+    batch = 8 << 20
+    results = _run_groups(str(d), (4,), "memory", tmp_path / "out",
+                          env={"TP_BATCH_BYTES": str(batch)})[4]
+    slack = 2 * batch + (24 << 20)  # the batch in flight, torch and gloo
+    for r in results:
+        assert r["ok"], r.get("traceback")
+        assert r["tp_mismatch"] == [] and r["full_mismatch"] == []
+        assert r["tp_bytes"] == (16 * 8 // 4 + 4 * 2) * 2**20
+        assert r["tp_growth"] <= r["tp_bytes"] + slack, r
+        assert r["tp_growth"] < 0.6 * ckpt_bytes, r
+        assert r["tp_bytes_read"] < 0.4 * ckpt_bytes, r
+        assert r["full_growth"] <= r["full_bytes"] + slack, r
 
 
 # ---- the command line ------------------------------------------------------
@@ -304,9 +408,9 @@ def _cli():
 
 
 def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
-    from tp_reference import LLAMA_PLAN, split_reference
+    from tp_reference import TEST_PLAN, split_reference
     plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(LLAMA_PLAN))
+    plan_file.write_text(json.dumps(TEST_PLAN))
     full = _full(ckpt)
     for r in range(3):
         proc = subprocess.run(
@@ -315,7 +419,7 @@ def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
             capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
-        want = split_reference(full, LLAMA_PLAN, r, 3)
+        want = split_reference(full, TEST_PLAN, r, 3)
         share = sum(w.numel() * w.element_size() for w in want.values())
         assert out["tp_rank"] == r and out["tp_size"] == 3
         assert out["bytes"] == share
@@ -350,11 +454,11 @@ def test_auto_plan_from_config_json(ckpt, tmp_path):
 def test_positioned_part_reads_match_the_loader(ckpt):
     """_tp.read_part_into (weightlift._stream's path where a native module
     lacks LoadSlices) gives the same bytes as the loader's slice reads."""
-    from tp_reference import LLAMA_PLAN
+    from tp_reference import TEST_PLAN
     c = weightlift._core.open_checkpoint(ckpt)
-    parts, _ = _tp.shards(c.tensors(), 1, 3, list(LLAMA_PLAN.items()))
+    parts, _ = _tp.shards(c.tensors(), 1, 3, list(TEST_PLAN.items()))
     got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=3,
-                                     tp_plan=LLAMA_PLAN)
+                                     tp_plan=TEST_PLAN)
     checked = 0
     for s in parts:
         if not s.split or not s.bytes:

@@ -30,7 +30,7 @@ from safetensors.torch import load_file as st_load  # noqa: E402
 import weightlift  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_reference import LLAMA_PLAN, split_reference  # noqa: E402
+from tp_reference import TEST_PLAN, split_reference  # noqa: E402
 
 
 def reference(plan):
@@ -64,7 +64,7 @@ def failure(fn):
 def run_failures(result):
     pg = dist.group.WORLD
     # Ranks disagree on the plan: both fail before any data moves.
-    plan = dict(LLAMA_PLAN)
+    plan = dict(TEST_PLAN)
     if RANK == 1:
         plan["lm_head.weight"] = "rowwise"
     result["disagree"] = failure(lambda: weightlift.load_checkpoint(
@@ -72,13 +72,15 @@ def run_failures(result):
     # Rank 1 asks for a rank that is not its own: every rank fails.
     kw = {"tp_rank": 5} if RANK == 1 else {}
     result["bad_rank"] = failure(lambda: weightlift.load_checkpoint(
-        CKPT, tp_plan=LLAMA_PLAN, process_group=pg, group_timeout=20, **kw))
+        CKPT, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20, **kw))
     # A gloo group cannot deliver cuda tensors: said before anything moves.
     dev = "cuda:0" if RANK == 1 else "cpu"
     result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, device=dev, process_group=pg, group_timeout=20))
-    # Rank 1 never joins the load: rank 0 must fail, not hang. Last: it
-    # leaves rank 0's collective pending.
+    # Rank 1 does not join the load in time: rank 0 must fail, not hang.
+    # Last: it leaves rank 0's collective pending. Then rank 1 comes late
+    # and joins that pending collective: its bytes land in memory rank 0
+    # kept for it (weightlift._group._BROKEN), not in freed memory.
     done = os.path.join(OUT_DIR, "timeout_done")
     if RANK == 1:
         # Stay in the group (silent) until rank 0 has failed, so that it
@@ -86,16 +88,112 @@ def run_failures(result):
         deadline = time.time() + 120
         while not os.path.exists(done) and time.time() < deadline:
             time.sleep(0.05)
+        result["late"] = failure(lambda: weightlift.load_checkpoint(
+            CKPT, process_group=pg, group_timeout=3))
     else:
         result["timeout"] = failure(lambda: weightlift.load_checkpoint(
             CKPT, process_group=pg, group_timeout=2))
+        from weightlift import _group
+        kept = list(_group._BROKEN)
+        result["kept_works"] = len(kept)
         open(done, "w").close()
+        # The agreement's records: 2 x 512 bytes; rank 1's status byte (1:
+        # could start) arrives at 512 once rank 1 joins late.
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(
+                w.is_completed() for w, _, _ in kept):
+            time.sleep(0.05)
+        record = kept[-1][2][0] if kept else None
+        result["late_record_landed"] = (
+            record is not None and record.numel() == 1024
+            and int(record[512]) == 1)
+
+
+def run_dies(result):
+    """The last rank dies (os._exit) at its first broadcast, mid-load; the
+    others must each fail with a clear error within the timeout."""
+    if RANK == WORLD - 1:
+        from weightlift import _group
+
+        def die(self, buf, root):
+            result["died"] = True
+            result["ok"] = True
+            with open(os.path.join(OUT_DIR, f"rank{RANK}.json"), "w") as f:
+                json.dump(result, f)
+            os._exit(17)
+
+        _group.TorchGroupTransport.broadcast = die
+    result["dies"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, process_group=dist.group.WORLD, group_timeout=10))
+
+
+def _status_kib(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def _peak_growth(fn):
+    """FN's result and how far this process's resident memory rose above
+    where it stood before FN (the peak, VmHWM, reset first)."""
+    import gc
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    before = _status_kib("VmRSS")
+    out = fn()
+    return out, _status_kib("VmHWM") - before
+
+
+def run_memory(result):
+    """Peak resident memory of a rank in group mode, on a checkpoint many
+    times the batch bound (BATCH_BYTES set small here)."""
+    from weightlift import _group
+    _group.BATCH_BYTES = int(os.environ["TP_BATCH_BYTES"])
+    plan = {"big.*": "colwise"}
+    pg = dist.group.WORLD
+    got, grew = _peak_growth(lambda: dict(weightlift.load_checkpoint(
+        CKPT, tp_plan=plan, process_group=pg)))
+    result["tp_growth"] = grew
+    result["tp_bytes"] = sum(t.numel() * t.element_size()
+                             for t in got.values())
+    result["tp_bytes_read"] = weightlift.last_report().bytes_read
+    result["tp_mismatch"] = compare(got, reference(plan))
+    del got
+    got, grew = _peak_growth(lambda: dict(weightlift.load_checkpoint(
+        CKPT, process_group=pg)))
+    result["full_growth"] = grew
+    result["full_bytes"] = sum(t.numel() * t.element_size()
+                               for t in got.values())
+    result["full_mismatch"] = compare(got, reference({}))
+
+
+def run_nccl(result):
+    """Group mode over NCCL on cuda:RANK (one GPU: one rank), full and
+    with the plan, each checked bit-exact on the host; the iterator too."""
+    device = f"cuda:{RANK}"
+    torch.cuda.set_device(device)
+    pg = dist.group.WORLD
+    got = weightlift.load_checkpoint(CKPT, device=device, process_group=pg)
+    result["devices"] = sorted({str(t.device) for t in got.values()})
+    result["full_mismatch"] = compare(
+        {n: t.cpu() for n, t in got.items()}, reference({}))
+    got = weightlift.load_checkpoint(CKPT, device=device, tp_plan=TEST_PLAN,
+                                     process_group=pg)
+    result["tp_group_mismatch"] = compare(
+        {n: t.cpu() for n, t in got.items()}, reference(TEST_PLAN))
+    it = weightlift.iter_tensors(CKPT, device=device, tp_plan=TEST_PLAN,
+                                 process_group=pg)
+    result["iter_mismatch"] = compare({n: t.cpu() for n, t in it},
+                                      reference(TEST_PLAN))
 
 
 def run_rank():
     result = {"rank": RANK, "ok": False}
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
+        "nccl" if SCENARIO == "nccl" else "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
         world_size=WORLD, timeout=datetime.timedelta(seconds=60))
     try:
         if SCENARIO == "modes":
@@ -104,33 +202,39 @@ def run_rank():
             result["full_mismatch"] = compare(dict(got), reference({}))
             result["full_bytes_read"] = got.report.bytes_read
             # Group mode with tp.
-            got = weightlift.load_checkpoint(CKPT, tp_plan=LLAMA_PLAN,
+            got = weightlift.load_checkpoint(CKPT, tp_plan=TEST_PLAN,
                                              process_group=dist.group.WORLD)
             result["tp_group_mismatch"] = compare(dict(got),
-                                                  reference(LLAMA_PLAN))
+                                                  reference(TEST_PLAN))
             result["tp_group_bytes_read"] = got.report.bytes_read
             # Slice mode, no group (each rank on its own).
             got = weightlift.load_checkpoint(CKPT, tp_rank=RANK,
-                                             tp_size=WORLD, tp_plan=LLAMA_PLAN)
+                                             tp_size=WORLD, tp_plan=TEST_PLAN)
             result["slice_mismatch"] = compare(dict(got),
-                                               reference(LLAMA_PLAN))
+                                               reference(TEST_PLAN))
             result["slice_bytes_read"] = got.report.bytes_read
             result["slice_notes"] = got.report.notes
             # The other entry points, group mode with tp.
-            ref = reference(LLAMA_PLAN)
-            it = weightlift.iter_tensors(CKPT, tp_plan=LLAMA_PLAN,
+            ref = reference(TEST_PLAN)
+            it = weightlift.iter_tensors(CKPT, tp_plan=TEST_PLAN,
                                          process_group=dist.group.WORLD)
             result["iter_mismatch"] = compare(dict(it), ref)
             from weightlift.torch import load_file
             result["load_file_mismatch"] = compare(
-                load_file(CKPT, tp_plan=LLAMA_PLAN,
+                load_file(CKPT, tp_plan=TEST_PLAN,
                           process_group=dist.group.WORLD), ref)
             targets = {n: torch.zeros_like(t) for n, t in ref.items()}
-            weightlift.load_into(targets, CKPT, tp_plan=LLAMA_PLAN,
+            weightlift.load_into(targets, CKPT, tp_plan=TEST_PLAN,
                                  process_group=dist.group.WORLD)
             result["load_into_mismatch"] = compare(targets, ref)
         elif SCENARIO == "failures":
             run_failures(result)
+        elif SCENARIO == "nccl":
+            run_nccl(result)
+        elif SCENARIO == "memory":
+            run_memory(result)
+        elif SCENARIO == "dies":
+            run_dies(result)
         result["ok"] = True
     except Exception as e:  # noqa: BLE001 - reported to the test
         result["error_type"] = type(e).__name__

@@ -1,0 +1,328 @@
+#include "exec/loader_core.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/completion.h"
+#include "exec/executor.h"
+#include "exec/mapped_load.h"
+#include "exec/populator.h"
+#include "exec/request.h"
+#include "plan/plan.h"
+#include "plan/selection.h"
+#include "util/clock.h"
+#include "util/errno_text.h"
+
+namespace weightlift::internal {
+namespace {
+
+class CoreLoader final : public Loader {
+ public:
+  CoreLoader(const LoadOptions& options, std::unique_ptr<LoadTarget> target,
+             FileWrapper wrap, double setup_seconds)
+      : options_(options),
+        target_(std::move(target)),
+        wrap_(std::move(wrap)),
+        setup_seconds_(setup_seconds) {}
+
+  StatusOr<LoadResult> Load(const Checkpoint& ckpt,
+                            std::span<const std::string> names,
+                            const LoadCallbacks& callbacks) override;
+  StatusOr<LoadResult> LoadSlices(const Checkpoint& ckpt,
+                                  std::span<const TensorRequest> requests,
+                                  const LoadCallbacks& callbacks) override;
+  Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
+                  LoadReport* report, const LoadCallbacks& callbacks) override;
+  const LoadOptions& options() const override { return options_; }
+
+ private:
+  // Zero-copy Load() of whole tensors on the host (options_.zero_copy).
+  StatusOr<LoadResult> LoadMappedTensors(const Checkpoint& ckpt,
+                                         const std::vector<uint32_t>& tensors,
+                                         const LoadCallbacks& callbacks);
+  // Load() and LoadSlices(): SELS into one allocation of the target's.
+  // REQUIRES mu_ held.
+  StatusOr<LoadResult> LoadSelections(const Checkpoint& ckpt,
+                                      const std::vector<TensorSelection>& sels,
+                                      const LoadCallbacks& callbacks,
+                                      Clock::time_point t0);
+  // The report's header and the target's start. REQUIRES mu_ held.
+  Status Begin(LoadReport* report);
+  Status Open(const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
+              std::vector<OpenedFile>* opened, LoadReport* report);
+  // Routes, places, plans and runs the reads of SELS into DSTS (one
+  // address per selection, its bytes back to back). POPULATE: DSTS are
+  // fresh host memory of ours (Populator).
+  Status Run(const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
+             const std::vector<OpenedFile>& opened,
+             std::span<const uintptr_t> dsts, const LoadCallbacks& callbacks,
+             bool populate, LoadReport* report);
+
+  const LoadOptions options_;
+  std::unique_ptr<LoadTarget> target_;
+  FileWrapper wrap_;
+  // The target's creation, until the first load's report takes it.
+  double setup_seconds_;
+  // Set by the first refused io_uring buffer registration of any load, so
+  // later rings do not pay for trying again.
+  std::shared_ptr<std::atomic<int>> registration_refused_ =
+      std::make_shared<std::atomic<int>>(0);
+  std::mutex mu_;  // one load at a time
+};
+
+Status CoreLoader::Begin(LoadReport* report) {
+  report->device = target_->device();
+  report->setup_seconds = std::exchange(setup_seconds_, 0);
+  return target_->BeginLoad(report);
+}
+
+Status CoreLoader::Open(const Checkpoint& ckpt,
+                        const std::vector<TensorSelection>& sels,
+                        std::vector<OpenedFile>* opened, LoadReport* report) {
+  const auto t = Clock::now();
+  uint64_t load_bytes = 0;
+  std::vector<uint64_t> file_bytes(ckpt.files().size(), 0);
+  for (const TensorSelection& sel : sels) {
+    load_bytes += sel.bytes;
+    file_bytes[sel.file] += sel.bytes;
+  }
+  WL_ASSIGN_OR_RETURN(
+      *opened,
+      OpenCheckpointFiles(ckpt, options_, FilesNeeded(ckpt, TensorsOf(sels)),
+                          &report->notes,
+                          MemoryToRegister(target_->read_memory(), load_bytes,
+                                           options_, registration_refused_),
+                          file_bytes));
+  WrapOpenedFiles(wrap_, opened);
+  report->open_seconds = SecondsSince(t);
+  return Status::OK();
+}
+
+Status CoreLoader::Run(const Checkpoint& ckpt,
+                       const std::vector<TensorSelection>& sels,
+                       const std::vector<OpenedFile>& opened,
+                       std::span<const uintptr_t> dsts,
+                       const LoadCallbacks& callbacks, bool populate,
+                       LoadReport* report) {
+  const auto t_route = Clock::now();
+  WL_ASSIGN_OR_RETURN(
+      Routing routing,
+      target_->Route(ckpt, FilesNeeded(ckpt, TensorsOf(sels)), opened, report));
+  report->open_seconds += SecondsSince(t_route);
+
+  // ---- Place every selection for its file's route, then plan each route.
+  const auto t = Clock::now();
+  const size_t num_routes = routing.routes.size();
+  std::vector<std::vector<Segment>> segments(num_routes);
+  PlacementStats placement;
+  std::vector<Segment> placed;
+  for (size_t k = 0; k < sels.size(); ++k) {
+    const TensorSelection& sel = sels[k];
+    // Zero-byte tensors touch no file (FilesNeeded skips them).
+    if (sel.bytes == 0) continue;
+    const FileRoute& fr = routing.files[sel.file];
+    if (fr.route < 0 || static_cast<size_t>(fr.route) >= num_routes) {
+      return Status::Internal("no route reads file " +
+                              ckpt.files()[sel.file].path);
+    }
+    report->files[fr.report_index].bytes += sel.bytes;
+    const Route& route = routing.routes[fr.route];
+    PlaceOptions po;
+    po.granularity = fr.granularity;
+    const uint64_t g = std::max<uint64_t>(fr.granularity, 1);
+    // A strided chunk is one slot: the planner's cap for it.
+    po.max_chunk_bytes =
+        route.strided ? std::max<uint64_t>(g, route.plan.chunk_bytes / g * g)
+                      : 0;
+    if (route.strided) {
+      PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po,
+                     &segments[fr.route], &placement);
+    } else {
+      placed.clear();
+      PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po, &placed,
+                     &placement);
+      for (const Segment& s : placed) AppendRows(s, &segments[fr.route]);
+    }
+  }
+  std::vector<Plan> plans(num_routes);
+  std::vector<std::vector<File*>> files(num_routes);
+  uint64_t total = 0;
+  for (size_t r = 0; r < num_routes; ++r) {
+    std::vector<PlanFile> plan_files(routing.files.size());
+    files[r].assign(routing.files.size(), nullptr);
+    for (size_t i = 0; i < routing.files.size(); ++i) {
+      plan_files[i] = routing.files[i].plan;
+      if (routing.files[i].route == static_cast<int>(r)) {
+        files[r][i] = routing.files[i].file;
+      }
+    }
+    const struct Route& route = routing.routes[r];
+    PlanOptions popt = route.plan;
+    if (route.spread_alignment > 0) {
+      uint64_t bytes = 0;
+      for (const Segment& s : segments[r]) bytes += s.bytes();
+      const int workers = route.threads > 0
+                              ? std::min(route.threads, target_->pool().size())
+                              : target_->pool().size();
+      popt.chunk_bytes = ChunkBytesFor(bytes, workers, popt.chunk_bytes,
+                                       kMinChunkBytes, route.spread_alignment);
+    }
+    plans[r] = MakePlan(segments[r], plan_files, sels.size(), popt);
+    total += plans[r].bytes_delivered;
+    report->bytes_read += plans[r].bytes_read;
+  }
+
+  // ---- Run: every route in turn, one tracker for the whole load.
+  CompletionTracker done(
+      sels.size(),
+      callbacks.on_ready ? std::function<void(uint32_t)>([&](uint32_t k) {
+        callbacks.on_ready(k, ckpt.tensors()[sels[k].tensor]);
+      })
+                         : nullptr,
+      callbacks.on_progress, total);
+  for (const Plan& p : plans) done.AddPieces(p);
+  done.Start();
+  ExecStats stats;
+  int populate_refused = 0;
+  for (size_t r = 0; r < num_routes && !done.failed(); ++r) {
+    RunOptions run;
+    run.threads = routing.routes[r].threads;
+    run.tensor_name = [&](uint32_t k) {
+      return ckpt.tensors()[sels[k].tensor].name;
+    };
+    std::atomic<size_t> next_chunk{0};
+    run.next_chunk = &next_chunk;
+    std::optional<Populator> populator;
+    if (populate && !plans[r].chunks.empty()) {
+      populator.emplace(plans[r], &next_chunk);
+    }
+    RunPlan(plans[r], files[r], *routing.routes[r].sink, target_->pool(), run,
+            done, &stats);
+    if (populator) {
+      if (const int err = populator->Finish(); err != 0) populate_refused = err;
+    }
+  }
+  routing = Routing{};  // deregister, unmap: nothing of ours is in flight
+  if (populate_refused != 0) {
+    report->notes.push_back(
+        "destination not populated ahead of the reads: "
+        "madvise(MADV_POPULATE_WRITE) refused (" +
+        ErrnoName(populate_refused) + ")");
+  }
+  AppendFileNotes(opened, &report->notes);
+  Status s = done.first_error();
+  if (s.ok()) s = CheckFilesUnchanged(ckpt, TensorsOf(sels), opened);
+  report->transfer_seconds = SecondsSince(t);
+  WL_RETURN_IF_ERROR(s);
+
+  done.Finish();
+  report->tensors = sels.size();
+  report->bytes = done.delivered();
+  if (std::string note = placement.Note(); !note.empty()) {
+    report->notes.push_back(std::move(note));
+  }
+  target_->EndLoad(stats, report);
+  return Status::OK();
+}
+
+StatusOr<LoadResult> CoreLoader::LoadMappedTensors(
+    const Checkpoint& ckpt, const std::vector<uint32_t>& tensors,
+    const LoadCallbacks& callbacks) {
+  WL_ASSIGN_OR_RETURN(LoadResult result, LoadMapped(ckpt, tensors));
+  if (callbacks.on_ready) {
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      callbacks.on_ready(k, ckpt.tensors()[tensors[k]]);
+    }
+  }
+  if (callbacks.on_progress) {
+    callbacks.on_progress(result.report.bytes, result.report.bytes);
+  }
+  return result;
+}
+
+StatusOr<LoadResult> CoreLoader::Load(const Checkpoint& ckpt,
+                                      std::span<const std::string> names,
+                                      const LoadCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = Clock::now();
+  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors, ResolveNames(ckpt, names));
+  // zero_copy is a host option (Validate refuses it for cuda).
+  if (options_.zero_copy) return LoadMappedTensors(ckpt, tensors, callbacks);
+  return LoadSelections(ckpt, WholeTensors(ckpt, tensors), callbacks, t0);
+}
+
+StatusOr<LoadResult> CoreLoader::LoadSlices(
+    const Checkpoint& ckpt, std::span<const TensorRequest> requests,
+    const LoadCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = Clock::now();
+  WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> sels,
+                      ResolveRequests(ckpt, requests));
+  // zero_copy maps whole tensors only; slices are copies.
+  if (options_.zero_copy &&
+      std::all_of(sels.begin(), sels.end(),
+                  [](const TensorSelection& s) { return s.whole; })) {
+    return LoadMappedTensors(ckpt, TensorsOf(sels), callbacks);
+  }
+  return LoadSelections(ckpt, sels, callbacks, t0);
+}
+
+StatusOr<LoadResult> CoreLoader::LoadSelections(
+    const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
+    const LoadCallbacks& callbacks, Clock::time_point t0) {
+  LoadResult result;
+  LoadReport& report = result.report;
+  WL_RETURN_IF_ERROR(Begin(&report));
+  std::vector<OpenedFile> opened;
+  WL_RETURN_IF_ERROR(Open(ckpt, sels, &opened, &report));
+  WL_ASSIGN_OR_RETURN(Allocation alloc,
+                      target_->Allocate(ckpt, sels, opened, &report));
+  // ALLOC.owner frees the destination if the run fails.
+  WL_RETURN_IF_ERROR(Run(ckpt, sels, opened, alloc.dsts, callbacks,
+                         alloc.fresh_host, &report));
+  result.tensors = MakeLoadedSelections(ckpt, sels, target_->device(),
+                                        alloc.dsts, alloc.owner);
+  report.seconds = SecondsSince(t0) + report.setup_seconds;
+  return result;
+}
+
+Status CoreLoader::LoadInto(const Checkpoint& ckpt,
+                            std::span<const Destination> dests,
+                            LoadReport* report_out,
+                            const LoadCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = Clock::now();
+  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors,
+                      ResolveDestinations(ckpt, dests));
+  LoadReport report;
+  WL_RETURN_IF_ERROR(Begin(&report));
+  WL_RETURN_IF_ERROR(target_->CheckDestinations(dests));
+  const std::vector<TensorSelection> sels = WholeTensors(ckpt, tensors);
+  std::vector<OpenedFile> opened;
+  WL_RETURN_IF_ERROR(Open(ckpt, sels, &opened, &report));
+  std::vector<uintptr_t> dsts(dests.size());
+  for (size_t k = 0; k < dests.size(); ++k) {
+    dsts[k] = reinterpret_cast<uintptr_t>(dests[k].data);
+  }
+  WL_RETURN_IF_ERROR(
+      Run(ckpt, sels, opened, dsts, callbacks, /*populate=*/false, &report));
+  report.seconds = SecondsSince(t0) + report.setup_seconds;
+  if (report_out != nullptr) *report_out = std::move(report);
+  return Status::OK();
+}
+
+}  // namespace
+
+std::unique_ptr<Loader> MakeLoader(const LoadOptions& options,
+                                   std::unique_ptr<LoadTarget> target,
+                                   FileWrapper wrap, double setup_seconds) {
+  return std::make_unique<CoreLoader>(options, std::move(target),
+                                      std::move(wrap), setup_seconds);
+}
+
+}  // namespace weightlift::internal
