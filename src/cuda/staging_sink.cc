@@ -1,5 +1,6 @@
 #include "cuda/staging_sink.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
