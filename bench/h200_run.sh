@@ -29,6 +29,18 @@
 #   vllm7    bench/vllm_plugin.py on llama2-7b: the vLLM plugin's load path
 #            (without vLLM) against vLLM's default safetensors feed, warm
 #            (TP 1 and rank 1 of TP 4) and cold, with peak extra GPU memory
+#   gdscompat  the GPU tests of slices to cuda:0 and of the GDS code in
+#            cuFile's compatibility mode (SpineTest.*, GdsCompatTest.*),
+#            verbosely, with what cuFile said when it refused
+#   load7    llama2-7b through the CLI: page cache (warm) and tmpfs, 3
+#            rounds each, cold against the raw O_DIRECT read, and one
+#            `weightlift load --gds compat` (its speed is NOT GDS's)
+#   slices   bench/slice_bench.py: a row and a column slice of a
+#            4096 x 11008 bf16 tensor to cuda:0, weightlift vs safetensors
+#            get_slice + .to("cuda") in the same run
+#   firstcall7  bench/first_call.py in 3 fresh processes: the first
+#            load_checkpoint(dir, device="cuda:0") end to end against the
+#            pinned-copy ceiling, and later calls
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
@@ -52,11 +64,12 @@ if [ -d "$ROOT/.whl" ] && ls "$ROOT"/.whl/*.whl > /dev/null 2>&1; then
 fi
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
 
-say "== h200_run.sh $* $(date -u +%FT%TZ)"
+say "== h200_run.sh $* $(date -u +%FT%TZ) commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
 say "host: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM;" \
     "$(nvidia-smi --query-gpu=name,memory.total,driver_version \
        --format=csv,noheader 2>&1)"
-[ -e /proc/driver/nvidia-fs ] && say "nvidia-fs: loaded" || say "nvidia-fs: absent"
+[ -e /proc/driver/nvidia-fs ] && say "nvidia-fs: loaded" || say "nvidia-fs: absent (GDS only in compatibility mode)"
+say "libcufile: $(ldconfig -p 2>/dev/null | grep -m1 -o 'libcufile.so.0.*' || echo 'not in ldconfig')"
 
 stage_build() {
   say "-- build"
@@ -201,6 +214,53 @@ stage_vllm() {  # LAYOUT
   done
 }
 
+stage_gdscompat() {
+  say "-- GDS compat + slices to cuda:0 (gpu_tests, verbose)"
+  timeout 200 "$BUILD/tests/gpu/gpu_tests" \
+    --gtest_filter='GdsCompatTest.*:SpineTest.*' > "$OUT/gds_compat.log" 2>&1
+  say "gds compat + slices: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/gds_compat.log" | tr '\n' ' ')"
+  grep -E "cannot run here|SKIPPED|Failure" -A2 "$OUT/gds_compat.log" | head -20 | tee -a "$SUMMARY"
+}
+
+stage_load() {  # LAYOUT: the CLI warm, from tmpfs, cold, and GDS compat
+  local disk=/var/tmp/wl_$1 shm=/dev/shm/wl_$1 log=$OUT/load_$1.log
+  say "-- load $1 (CLI)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  [ -d "$shm" ] || cp -r "$disk" "$shm"
+  {
+    cat "$disk"/*.safetensors > /dev/null   # page cache
+    for i in 1 2 3; do "$WL" load "$disk" --device cuda:0; done
+    for i in 1 2 3; do "$WL" load "$shm" --device cuda:0; done
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    "$WL" bench "$disk" --device cuda:0 --repeat 1 --mode cold
+    cat "$disk"/*.safetensors > /dev/null
+    "$WL" load "$disk" --device cuda:0 --gds compat
+  } > "$log" 2>&1
+  say "page cache then tmpfs (GB/s per round):" \
+      "$(grep -E '^device cuda' "$log" | head -6 | grep -oE '\([0-9.]+ GB/s\)' | tr '\n' ' ')"
+  grep -E "weightlift loader|ceiling|loader /|raw" "$log" | head -12 >> "$SUMMARY"
+  say "gds compat load (NOT a GDS speed): $(grep -E '^device cuda' "$log" | tail -1)"
+}
+
+stage_slices() {
+  say "-- slices (4096 x 11008 bf16 to cuda:0)"
+  timeout 300 python3 "$ROOT/bench/slice_bench.py" --device cuda:0 \
+    --repeat 7 > "$OUT/slices.log" 2>&1
+  grep -E "slice|report" "$OUT/slices.log" >> "$SUMMARY"
+}
+
+stage_firstcall() {  # LAYOUT: bench/first_call.py in 3 fresh processes
+  local disk=/var/tmp/wl_$1
+  say "-- firstcall $1 (fresh processes, load_checkpoint to cuda:0)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  cat "$disk"/*.safetensors > /dev/null
+  for i in 1 2 3; do
+    timeout 120 python3 "$ROOT/bench/first_call.py" "$disk" \
+      --device cuda:0 --calls 3
+  done > "$OUT/firstcall_$1.log" 2>&1
+  grep -E "ceiling|^call" "$OUT/firstcall_$1.log" >> "$SUMMARY"
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -216,6 +276,10 @@ for s in "$@"; do
     first7) stage_first llama2-7b ;;
     ttft7) stage_ttft llama2-7b ;;
     vllm7) stage_vllm llama2-7b ;;
+    gdscompat) stage_gdscompat ;;
+    load7) stage_load llama2-7b ;;
+    slices) stage_slices ;;
+    firstcall7) stage_firstcall llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done

@@ -35,4 +35,19 @@ python3 "$ROOT/bench/tp_bench.py" --ckpt "$CKPT" --sizes "$SIZES" \
   --device cuda:0 --json "$OUT/tp_bench.json" 2>&1 | tee "$OUT/tp_bench.log"
 rc=${PIPESTATUS[0]}
 echo "tp_bench exit $rc" | tee -a "$OUT/tp_bench.log"
-exit "$rc"
+
+# The NCCL paths one GPU can run: NcclCommunicator joins (non-blocking
+# init, polled) as 1 of 1 and moves bytes, and gives up at its 3 s timeout
+# as rank 0 of 2 when rank 1 never comes; group mode over torch's NCCL
+# group through the C++ load (one rank on cuda:0), bit-exact. libnccl
+# comes from torch's wheel when the system has none.
+NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+  "$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
+  2>&1 | tee "$OUT/tp_nccl_unit.log"
+nccl_unit=${PIPESTATUS[0]}
+python3 -m pytest -q -rs -p no:cacheprovider "$ROOT/tests/python/test_tp.py" \
+  -k nccl 2>&1 | tee "$OUT/tp_nccl_python.log"
+nccl_py=${PIPESTATUS[0]}
+echo "nccl unit exit $nccl_unit, python exit $nccl_py" | tee -a "$OUT/tp_bench.log"
+[ "$rc" -eq 0 ] && [ "$nccl_unit" -eq 0 ] && [ "$nccl_py" -eq 0 ]

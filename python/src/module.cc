@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "module_common.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
 #include "weightlift/format_error.h"
@@ -50,7 +51,6 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace weightlift::python {
-namespace {
 
 // ---- errors ---------------------------------------------------------------
 
@@ -78,12 +78,6 @@ nb::object& ErrorFactory() {
 
 void ThrowIfError(const Status& status) {
   if (!status.ok()) Raise(status);
-}
-
-template <typename T>
-T ValueOrRaise(StatusOr<T> v) {
-  if (!v.ok()) Raise(v.status());
-  return std::move(v).value();
 }
 
 // ---- buffer ownership -----------------------------------------------------
@@ -217,9 +211,7 @@ LoadOptions OptionsFromDict(const nb::dict& d) {
 
 // ---- Checkpoint -----------------------------------------------------------
 
-struct PyCheckpoint {
-  std::shared_ptr<const Checkpoint> ckpt;
-};
+namespace {
 
 PyCheckpoint OpenCheckpoint(const std::string& path) {
   StatusOr<Checkpoint> c = Status::Internal("unset");
@@ -567,6 +559,7 @@ Job* StartLoadGroup(
 }  // namespace
 
 void BindTensorParallel(nb::module_& m);  // tp_bindings.cc
+void BindHostReads(nb::module_& m);       // host_reads.cc
 
 }  // namespace weightlift::python
 
@@ -622,6 +615,7 @@ NB_MODULE(_native, m) {
   });
 
   BindTensorParallel(m);
+  BindHostReads(m);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)

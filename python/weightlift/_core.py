@@ -19,10 +19,15 @@ _POLL_S = 0.05
 
 def last_report() -> Optional[LoadReport]:
     """The LoadReport of the calling thread's most recent load (any API)."""
-    return getattr(_last, "report", None)
+    report = getattr(_last, "report", None)
+    if isinstance(report, _native.HostReport):  # built when first asked
+        report = _last.report = LoadReport(report.as_dict())
+    return report
 
 
-def set_last_report(report: Optional[LoadReport]) -> None:
+def set_last_report(report) -> None:
+    """REPORT: a LoadReport, or a native HostReport (safe_open's per-call
+    path), turned into one by last_report() only if someone asks."""
     _last.report = report
 
 

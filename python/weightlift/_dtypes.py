@@ -202,6 +202,39 @@ def to_numpy(dtype: str, shape: Sequence[int], data: Any, name=None):
     return a.reshape(nshape)
 
 
+def converter(dtype: str, shape: Sequence[int], numpy: bool, name=None):
+    """A function from a host tensor's bytes (1-D uint8 DLPack capsule, or a
+    memoryview for NUMPY; None when empty) to the cpu tensor / array
+    weightlift returns for DTYPE and SHAPE: to_torch / to_numpy with the
+    layout worked out once (safe_open's per-call path calls it per tensor).
+    Raises the layout's UnsupportedDtypeError now."""
+    if numpy:
+        import numpy as np
+
+        ndt, nshape = numpy_layout(dtype, shape, name)
+        flat = len(nshape) == 1  # frombuffer's shape already
+
+        def to_array(data):
+            if data is None:
+                return np.empty(nshape, dtype=ndt)
+            a = np.frombuffer(data, dtype=ndt)
+            return a if flat else a.reshape(nshape)
+        return to_array
+
+    import torch
+
+    tdt, tshape = torch_layout(dtype, shape, name)
+    from_dlpack = torch.utils.dlpack.from_dlpack
+    cast = tdt != torch.uint8
+
+    def to_tensor(data):
+        if data is None:
+            return torch.empty(tshape, dtype=tdt)
+        t = from_dlpack(data)
+        return (t.view(tdt) if cast else t).reshape(tshape)
+    return to_tensor
+
+
 def check_framework_types(tensors, numpy: bool) -> None:
     """Raises the layout error of the first of TENSORS (ckpt.tensors() rows:
     name, dtype, shape, ...) that FRAMEWORK cannot hold, before anything is

@@ -145,6 +145,7 @@ class TorchGroupTransport(_native.GroupTransport):
         except RuntimeError as e:
             self.error = WeightliftIOError(
                 f"{self._where()}: {what} failed: {e}", code="IoError")
+            self.release()
             raise self.error from None
         if not isinstance(works, list):
             works = [works]
@@ -167,6 +168,10 @@ class TorchGroupTransport(_native.GroupTransport):
                         f"{self._where()}: {what} failed after "
                         f"{waited:.1f} s: {e} (a rank stopped or crashed)",
                         code="IoError")
+                # Nothing is issued after a failure: the transport lets go
+                # of the torch group so the caller's destroy_process_group()
+                # can tear it down (the works above keep what they use).
+                self.release()
                 raise self.error from None
         if tensors and tensors[0].device.type == "cuda":
             # The load hands the memory on as soon as this returns.

@@ -11,23 +11,17 @@ missing from the checkpoint is fine when one of its aliases is present.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Tuple
 
-from . import _core, _dtypes
+from . import _core, _dtypes, _tp
 from ._errors import InvalidArgumentError
 from ._options import device_string
+from ._targets import MAX_LISTED as _MAX_LISTED
+from ._targets import describe_ckpt as _describe_ckpt
+from ._targets import listing as _listing  # noqa: F401 - _tp imports it here
+from ._targets import strict_error
+from ._targets import targets as _targets
 from .report import LoadReport
-
-_MAX_LISTED = 10
-
-
-def _targets(target: Any) -> Dict[str, Any]:
-    if hasattr(target, "state_dict") and callable(target.state_dict):
-        return dict(target.state_dict(keep_vars=True))
-    if isinstance(target, Mapping):
-        return dict(target)
-    raise TypeError(f"load_into: expected an nn.Module or a state dict "
-                    f"(mapping of name to tensor), got {type(target)!r}")
 
 
 def _describe(t: Any) -> Tuple[str, Any, Tuple[int, ...], int, int, bool]:
@@ -60,12 +54,6 @@ def _expected(t: Any, dt: str, shape) -> Tuple[Any, Tuple[int, ...]]:
     return _dtypes.numpy_layout(dt, shape)
 
 
-def _listing(names: List[str]) -> str:
-    shown = ", ".join(repr(n) for n in names[:_MAX_LISTED])
-    more = len(names) - _MAX_LISTED
-    return shown + (f" (and {more} more)" if more > 0 else "")
-
-
 def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
               progress: bool = False, **options) -> LoadReport:
     """Loads CHECKPOINT (file, index or directory) into the existing tensors
@@ -79,7 +67,6 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
     targets. With tp_* / process_group, TARGET holds this rank's parts
     (docs/tensor-parallel.md).
     """
-    from . import _tp
     tp = _tp.take_tp(options, checkpoint)
     if tp is not None:
         return _tp.load_into_tp(target, checkpoint, tp, strict, progress,
@@ -142,14 +129,7 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
             code="InvalidArgument")
     unexpected = [n for n in infos if n not in loaded]
     if strict and (missing or unexpected):
-        parts = []
-        if missing:
-            parts.append(f"missing from the checkpoint: {_listing(missing)}")
-        if unexpected:
-            parts.append(f"not in the target: {_listing(unexpected)}")
-        raise InvalidArgumentError(
-            f"load_into {_describe_ckpt(ckpt)} (strict): "
-            + "; ".join(parts), code="InvalidArgument")
+        raise strict_error(ckpt, missing, unexpected)
     if want_device is not None:
         want = device_string(want_device)
         if any(dev != want for dev in per_device):
@@ -178,10 +158,3 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
     report.unexpected_keys = unexpected
     _core.set_last_report(report)
     return report
-
-
-def _describe_ckpt(ckpt) -> str:
-    files = ckpt.files()
-    if ckpt.index_path:
-        return ckpt.index_path
-    return files[0]["path"] if len(files) == 1 else f"{len(files)} files"

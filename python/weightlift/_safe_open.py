@@ -9,7 +9,13 @@ Opening validates every header (no tensor data is read) and the load
 options (framework=, device=, backend=, ...: a SafetensorError where
 safetensors raises one). ``get_tensor`` loads one tensor through the C++
 loader onto DEVICE, ``get_tensors`` all of them in one load; results are
-zero-copy views that outlive the handle. ``get_slice(name)[index]`` follows
+zero-copy views that outlive the handle. On cpu (no ``backend=`` named)
+``get_tensor`` / ``get_tensors`` are served on the calling thread straight
+from the file the checkpoint holds open (``_native.HostReads``: no loader
+job, microseconds a call): with ``framework="pt"`` as views of the handle's
+private mapping of the file, as safetensors returns them (``zero_copy=False``
+for copies), with ``framework="np"`` as copies, as safetensors
+(``zero_copy=True`` for views). ``get_slice(name)[index]`` follows
 safetensors' indexing rules (see weightlift._slice_index) and is loaded as a
 slice request (_slices.py): only the selected bytes are read (or a covering
 range placed with strided copies where that moves fewer), with the loader's
@@ -24,9 +30,9 @@ from __future__ import annotations
 import collections
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _slice_index, _slices
+from . import _core, _dtypes, _native, _slice_index, _slices
 from ._errors import InvalidArgumentError, TensorNotFoundError
-from ._options import device_string
+from ._options import device_string, normalize
 
 TensorInfo = collections.namedtuple(
     "TensorInfo", "name dtype shape file offset size")
@@ -63,14 +69,49 @@ class _Source:
         self.options = options
         self.device = options["device"]
         self.rows = {r[0]: r for r in rows}
+        self.host = _host_reads(ckpt, self.numpy, options)
+        self._converters: Dict[str, Any] = {}  # name -> bytes -> tensor
 
     def _convert(self, name, dt, shape, data, device):
         if self.numpy:
             return _dtypes.to_numpy(dt, shape, data, name)
         return _dtypes.to_torch(dt, shape, data, device, name)
 
+    def _from_host(self, names: List[str]):
+        """[tensor] of NAMES read by the per-call path, or None where it
+        does not apply (then never again for this handle: the loader).
+        REQUIRES: every name's dtype checked for the framework."""
+        got = self.host.get(names, self.numpy)
+        if got is None:
+            self.host = None
+            return None
+        datas, report = got
+        _core.set_last_report(report)
+        out = []
+        for name, data in zip(names, datas):
+            convert = self._converters.get(name)
+            if convert is None:
+                _, dt, shape, *_ = self.rows[name]
+                convert = self._converters[name] = _dtypes.converter(
+                    dt, shape, self.numpy, name)
+            out.append(convert(data))
+        return out
+
     def load_one(self, name: str):
-        """Tensor NAME, loaded through a pooled loader."""
+        """Tensor NAME: on the calling thread from the held file (cpu), else
+        loaded through a pooled loader."""
+        host = self.host
+        if host is not None:  # the per-call path: kept short
+            convert = self._converters.get(name)
+            if convert is None:  # dtype checked, layout worked out, once
+                _, dt, shape, *_ = self.rows[name]
+                convert = self._converters[name] = _dtypes.converter(
+                    dt, shape, self.numpy, name)
+            got = host.get_one(name, self.numpy)
+            if got is not None:
+                _core._last.report = got[1]  # see set_last_report
+                return convert(got[0])
+            self.host = None  # not for this file: the loader from now on
         _, dt, shape, _, _, size = self.rows[name]
         _dtypes.check_framework_types([self.rows[name]], self.numpy)
         if size == 0:  # nothing to read
@@ -84,10 +125,30 @@ class _Source:
     def load_all(self):
         """[(name, tensor)] of every tensor in file order, in one load."""
         _dtypes.check_framework_types(self.rows.values(), self.numpy)
+        if self.host is not None:
+            names = list(self.rows)  # file order
+            got = self._from_host(names)
+            if got is not None:
+                return list(zip(names, got))
         items, dev, _ = _core.load_raw(self.ckpt, None, numpy=self.numpy,
                                        **self.options)
         return [(n, self._convert(n, dt, shape, data, dev))
                 for n, dt, shape, data in items]
+
+
+def _host_reads(ckpt, numpy: bool, options: Dict[str, Any]):
+    """The per-call path of a cpu handle (see the module docstring), or
+    None: a cuda device, or a backend named (the loader serves it as
+    asked). Views by default for torch and copies for numpy, as
+    safetensors; zero_copy= chooses."""
+    if options["device"] != "cpu" or options.get("backend") not in (
+            None, "auto"):
+        return None
+    view = options.get("zero_copy")
+    if view is None:
+        view = not numpy
+    return _native.HostReads(ckpt, normalize(dict(options, zero_copy=view)),
+                             view)
 
 
 class safe_open:  # noqa: N801 - safetensors' name
@@ -118,10 +179,8 @@ class safe_open:  # noqa: N801 - safetensors' name
         # safetensors: None when the key is absent, {} when it is empty.
         self._meta = (files[0]["metadata"]
                       if files and files[0]["has_metadata"] else None)
-        self._info: Dict[str, TensorInfo] = {}
-        for name, dt, shape, file, offset, size in rows:
-            self._info[name] = TensorInfo(name, dt, list(shape),
-                                          self._paths[file], offset, size)
+        # name -> its row, in file order; TensorInfo made when asked for.
+        self._info: Dict[str, tuple] = self._source.rows
 
     # -- context manager ---------------------------------------------------
     def __enter__(self) -> "safe_open":
@@ -160,16 +219,31 @@ class safe_open:  # noqa: N801 - safetensors' name
 
     def tensor_info(self, name: str) -> TensorInfo:
         self._open_source()
-        info = self._info.get(name)
-        if info is None:
+        row = self._info.get(name)
+        if row is None:
             raise TensorNotFoundError(f"File does not contain tensor {name}",
                                       code="NotFound")
-        return info
+        _, dt, shape, file, offset, size = row
+        return TensorInfo(name, dt, list(shape), self._paths[file], offset,
+                          size)
 
     # -- data --------------------------------------------------------------
     def get_tensor(self, name: str):
-        info = self.tensor_info(name)
-        return self._open_source().load_one(info.name)
+        src = self._source
+        if src is None:
+            self._open_source()  # raises "File is closed"
+        # The per-call path inline (a tensor asked for before: its layout
+        # is known); everything else through load_one.
+        convert = src._converters.get(name)
+        if convert is not None and src.host is not None:
+            got = src.host.get_one(name, src.numpy)
+            if got is not None:
+                _core._last.report = got[1]  # see set_last_report
+                return convert(got[0])
+        if name not in self._info:
+            raise TensorNotFoundError(f"File does not contain tensor {name}",
+                                      code="NotFound")
+        return src.load_one(name)
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, in one load, keyed in file order (as safetensors'

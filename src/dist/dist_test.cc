@@ -255,6 +255,38 @@ TEST(NcclCommunicator, OneRankOnThisMachineOrAClearError) {
             StatusCode::kInvalidArgument);
   cudaFree(dev);
 }
+// Rank 0 of a 2-rank communicator whose rank 1 never comes: the
+// non-blocking init must give up at the timeout and abort, not hang. Runs
+// on one GPU; here (no GPU) the CUDA error comes first.
+TEST(NcclCommunicator, ARankThatNeverJoinsTimesOutTheInit) {
+  auto id = NcclCommunicator::MakeUniqueId();
+  if (!NcclLib::Get().ok()) {  // a machine without libnccl says so
+    ASSERT_FALSE(id.ok());
+    EXPECT_EQ(id.status().code(), StatusCode::kUnsupported);
+    return;
+  }
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  if (devices > 0 && (*NcclLib::Get())->comm_init_rank_config == nullptr) {
+    // The blocking init would wait for rank 1 for ever.
+    GTEST_SKIP() << "NCCL < 2.14 on this GPU machine: no non-blocking init";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto comm = NcclCommunicator::Create(*id, 0, 2, 0, milliseconds(3000));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(comm.ok());
+  if (devices == 0) {
+    EXPECT_EQ(comm.status().code(), StatusCode::kCudaError);
+    return;
+  }
+  EXPECT_EQ(comm.status().code(), StatusCode::kIoError);
+  EXPECT_NE(comm.status().message().find("did not complete within 3000 ms"),
+            std::string::npos)
+      << comm.status().ToString();
+  EXPECT_LT(waited, std::chrono::seconds(20));
+}
+
 #endif
 
 // ---- LoadWithGroup: real files, the host loader, ranks as threads --------

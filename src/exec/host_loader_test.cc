@@ -699,6 +699,30 @@ TEST_P(HostLoaderBackendTest, SlicesMatchReferenceGather) {
       << r->report.ToString();
 }
 
+// A slice of a few rows reads a small part of its file: in auto mode it is
+// read buffered without sampling the file's residency (that costs a
+// mapping per call); a load of the whole file still samples.
+TEST_F(HostLoaderTest, SmallPartOfAFileIsReadBufferedWithoutSampling) {
+  auto loader = CreateHostLoader(Options(Backend::kAuto));
+  ASSERT_TRUE(loader.ok());
+  const TensorInfo& a = *ckpt_->Find("big.a");
+  std::vector<TensorRequest> rows = {{"big.a", {{3, 5, 1}}}};
+  auto r = (*loader)->LoadSlices(*ckpt_, rows);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->report.files.size(), 1u);
+  EXPECT_EQ(r->report.files[0].path_taken, "pread");
+  EXPECT_NE(r->report.files[0].reason.find("small read"), std::string::npos)
+      << r->report.files[0].reason;
+  const auto want = Gather(FileBytes("big.a"), a.shape, DTypeBits(a.dtype) / 8,
+                           rows[0].slices);
+  ASSERT_EQ(r->tensors[0].size, want.size());
+  EXPECT_EQ(std::memcmp(r->tensors[0].data, want.data(), want.size()), 0);
+  auto whole = (*loader)->Load(*ckpt_);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_NE(whole->report.files[0].reason.find("resident"), std::string::npos)
+      << whole->report.files[0].reason;
+}
+
 TEST_F(HostLoaderTest, SliceErrorsNameTheTensor) {
   auto loader = CreateHostLoader(Options(Backend::kPread));
   ASSERT_TRUE(loader.ok());

@@ -86,13 +86,18 @@ Status CoreLoader::Open(const Checkpoint& ckpt,
                         std::vector<OpenedFile>* opened, LoadReport* report) {
   const auto t = Clock::now();
   uint64_t load_bytes = 0;
-  for (const TensorSelection& sel : sels) load_bytes += sel.bytes;
+  std::vector<uint64_t> file_bytes(ckpt.files().size(), 0);
+  for (const TensorSelection& sel : sels) {
+    load_bytes += sel.bytes;
+    file_bytes[sel.file] += sel.bytes;
+  }
   WL_ASSIGN_OR_RETURN(
       *opened,
       OpenCheckpointFiles(ckpt, options_, FilesNeeded(ckpt, TensorsOf(sels)),
                           &report->notes,
                           MemoryToRegister(target_->read_memory(), load_bytes,
-                                           options_, registration_refused_)));
+                                           options_, registration_refused_),
+                          file_bytes));
   WrapOpenedFiles(wrap_, opened);
   report->open_seconds = SecondsSince(t);
   return Status::OK();

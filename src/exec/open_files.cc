@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <optional>
 
 #include "env/env.h"
 #include "env/page_cache.h"
@@ -32,6 +33,7 @@ IoBackend ToIoBackend(Backend b) {
 // Opens file I of CKPT in auto mode: residency decides buffered vs direct.
 StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
                               const LoadOptions& options, const IoOptions& io,
+                              std::optional<uint64_t> read_bytes,
                               std::vector<std::string>* notes) {
   const std::string& name = ckpt.files()[i].path;
   OpenedFile out;
@@ -46,6 +48,15 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
     out.file = std::move(buffered);
     out.report.path_taken = std::string(out.file->backend_name());
     out.report.reason = "remote object: ranged reads of its own";
+    return out;
+  }
+  if (read_bytes && *read_bytes < kSmallReadBytes &&
+      *read_bytes < ckpt.files()[i].size / 2) {
+    out.file = std::move(buffered);
+    out.report.path_taken = "pread";
+    out.report.reason = "small read (" + std::to_string(*read_bytes) +
+                        " of " + std::to_string(ckpt.files()[i].size) +
+                        " bytes): buffered pread, residency not sampled";
     return out;
   }
   auto residency = SampleResidency(*buffered);
@@ -99,7 +110,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes,
-    const FixedBuffers& fixed) {
+    const FixedBuffers& fixed, std::span<const uint64_t> load_bytes) {
   IoOptions io;
   io.queue_depth = options.queue_depth;
   std::vector<OpenedFile> out(ckpt.files().size());
@@ -115,8 +126,10 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
         info.size >= options.uring_register_min_bytes ? fixed : FixedBuffers{};
     const uint32_t index = static_cast<uint32_t>(i);
     if (options.backend == Backend::kAuto) {
-      WL_ASSIGN_OR_RETURN(OpenedFile f,
-                          OpenAuto(ckpt, index, options, io, notes));
+      std::optional<uint64_t> read_bytes;
+      if (i < load_bytes.size()) read_bytes = load_bytes[i];
+      WL_ASSIGN_OR_RETURN(
+          OpenedFile f, OpenAuto(ckpt, index, options, io, read_bytes, notes));
       f.report.path = info.path;
       out[i] = std::move(f);
     } else {

@@ -31,11 +31,18 @@ struct OpenedFile {
 // FIXED: the loader's long-lived bounce or staging memory, which io_uring
 // files register (FixedBuffers; it must outlive the files); only files of
 // at least options.uring_register_min_bytes get it, as a small file's
-// reads do not repay the registration.
+// reads do not repay the registration. LOAD_BYTES[i], when given, is how
+// many bytes the load reads from file i: in kAuto mode a file of which
+// the load reads a small part (less than kSmallReadBytes and less than
+// half the file) is read buffered without sampling its residency: the
+// file's residency says little about those few pages, and the mapping and
+// mincore cost more than such a read gains from O_DIRECT (a get_slice of
+// a few rows paid ~0.4 ms per call for it).
+inline constexpr uint64_t kSmallReadBytes = 32u << 20;
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes,
-    const FixedBuffers& fixed = {});
+    const FixedBuffers& fixed = {}, std::span<const uint64_t> load_bytes = {});
 
 // Tests only: sees every File a loader opens (with the index of its
 // checkpoint file) and returns the File to use instead, e.g. a

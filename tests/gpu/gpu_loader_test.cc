@@ -29,6 +29,7 @@
 #include "env/fault_file.h"
 #include "env/page_cache.h"
 #include "exec/testing/report_notes.h"
+#include "gpu_test_fixture.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -71,59 +72,8 @@ std::vector<TensorSpec> AllDTypeSpecs() {
   };
 }
 
-class CudaLoaderTest : public ::testing::Test {
+class CudaLoaderTest : public testing::GpuFileTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!internal::CudaDeviceAvailable(0, &why)) {
-      GTEST_SKIP() << "no usable CUDA device: " << why;
-    }
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    const char* tmp = getenv("TMPDIR");
-    std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/wl_gpu_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
-  }
-
-  // Writes one file; returns its path.
-  std::string Write(const std::string& name, const std::vector<TensorSpec>& s,
-                    uint64_t seed, bool pad = false) {
-    std::string err;
-    auto f = testing::WriteSafetensors(dir_ + "/" + name, s, seed, pad, &err);
-    EXPECT_FALSE(f.path.empty()) << err;
-    return f.path;
-  }
-
-  // The bytes the file holds for TENSOR (read with plain pread: independent
-  // of every loader).
-  static std::vector<uint8_t> FileBytes(const Checkpoint& ck,
-                                        const TensorInfo& t) {
-    std::vector<uint8_t> out(t.size);
-    FILE* f = fopen(ck.files()[t.file].path.c_str(), "rb");
-    EXPECT_NE(f, nullptr);
-    if (!f) return out;
-    fseeko(f, static_cast<off_t>(t.offset), SEEK_SET);
-    size_t got = t.size ? fread(out.data(), 1, t.size, f) : 0;
-    fclose(f);
-    EXPECT_EQ(got, t.size) << t.name;
-    return out;
-  }
-
-  static std::vector<uint8_t> DeviceBytes(const void* p, uint64_t n) {
-    std::vector<uint8_t> out(n);
-    if (n) {
-      EXPECT_EQ(cudaMemcpy(out.data(), p, n, cudaMemcpyDeviceToHost),
-                cudaSuccess);
-    }
-    return out;
-  }
-
   // Checks every tensor of R against the file and, when HOST is given,
   // against the host loader's bytes. Returns the number of mismatches.
   static int CheckExact(const Checkpoint& ck, const LoadResult& r,
@@ -172,8 +122,6 @@ class CudaLoaderTest : public ::testing::Test {
     o.device = Device::Cuda(0);
     return o;
   }
-
-  std::string dir_;
 };
 
 TEST_F(CudaLoaderTest, EveryDTypeBitExactAgainstFileAndHostLoad) {

@@ -26,7 +26,9 @@
 #include "cuda/gds_path.h"
 #include "env/env.h"
 #include "env/page_cache.h"
+#include "gpu_test_fixture.h"
 #include "st_builder.h"
+#include "util/testing/reference_gather.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
 #include "weightlift/request.h"
@@ -38,85 +40,10 @@ namespace fs = std::filesystem;
 using testing::Spec;
 using testing::TensorSpec;
 
-std::string MakeTempDir(const char* base) {
-  std::string tmpl = std::string(base) + "/wl_spine_XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) return {};
-  return tmpl;
-}
-
-class SpineTest : public ::testing::Test {
+class SpineTest : public testing::GpuFileTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!internal::CudaDeviceAvailable(0, &why)) {
-      GTEST_SKIP() << "no usable CUDA device: " << why;
-    }
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    const char* tmp = getenv("TMPDIR");
-    dir_ = MakeTempDir(tmp ? tmp : "/tmp");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
-
-  std::string Write(const std::string& name, const std::vector<TensorSpec>& s,
-                    uint64_t seed, bool pad = false) {
-    std::string err;
-    auto f = testing::WriteSafetensors(dir_ + "/" + name, s, seed, pad, &err);
-    EXPECT_FALSE(f.path.empty()) << err;
-    return f.path;
-  }
-
-  static std::vector<uint8_t> FileBytes(const Checkpoint& ck,
-                                        const TensorInfo& t) {
-    std::vector<uint8_t> out(t.size);
-    FILE* f = fopen(ck.files()[t.file].path.c_str(), "rb");
-    EXPECT_NE(f, nullptr);
-    if (!f) return out;
-    fseeko(f, static_cast<off_t>(t.offset), SEEK_SET);
-    EXPECT_EQ(t.size ? fread(out.data(), 1, t.size, f) : 0, t.size);
-    fclose(f);
-    return out;
-  }
-
-  static std::vector<uint8_t> DeviceBytes(const void* p, uint64_t n) {
-    std::vector<uint8_t> out(n);
-    if (n) {
-      EXPECT_EQ(cudaMemcpy(out.data(), p, n, cudaMemcpyDeviceToHost),
-                cudaSuccess);
-    }
-    return out;
-  }
-
-  // numpy's basic indexing of TENSOR (the file's bytes), the plain way.
-  static std::vector<uint8_t> Gather(const std::vector<uint8_t>& tensor,
-                                     const std::vector<uint64_t>& shape, int eb,
-                                     const std::vector<DimSlice>& slices) {
-    std::vector<uint8_t> out;
-    const size_t n = shape.size();
-    std::vector<DimSlice> s(n);
-    for (size_t i = 0; i < n; ++i) {
-      s[i] = i < slices.size() ? slices[i] : DimSlice{0, shape[i], 1};
-      if (s[i].count() == 0) return out;
-    }
-    std::vector<uint64_t> idx(n, 0);
-    while (true) {
-      uint64_t e = 0;
-      for (size_t i = 0; i < n; ++i) {
-        e = e * shape[i] + s[i].start + idx[i] * s[i].step;
-      }
-      out.insert(out.end(), tensor.begin() + e * eb,
-                 tensor.begin() + (e + 1) * eb);
-      size_t d = n;
-      while (d > 0 && ++idx[d - 1] == s[d - 1].count()) idx[--d] = 0;
-      if (d == 0) break;
-    }
-    return out;
-  }
-
-  // Loads REQ from CK with OPTIONS and checks every result against Gather.
+  // Loads REQ from CK with OPTIONS and checks every result against
+  // ReferenceGather of the file's bytes.
   // Returns the report.
   LoadReport LoadAndCheck(const Checkpoint& ck,
                           const std::vector<TensorRequest>& req,
@@ -131,7 +58,9 @@ class SpineTest : public ::testing::Test {
     for (size_t k = 0; k < req.size() && k < r->tensors.size(); ++k) {
       const TensorInfo& t = *ck.Find(req[k].name);
       const int eb = DTypeBits(t.dtype) / 8;
-      auto want = Gather(FileBytes(ck, t), t.shape, eb, req[k].slices);
+      const std::vector<uint8_t> bytes = FileBytes(ck, t);
+      auto want = internal::testing::ReferenceGather<uint8_t>(
+          bytes, t.shape, eb, req[k].slices);
       auto got = DeviceBytes(r->tensors[k].data, r->tensors[k].size);
       EXPECT_EQ(got.size(), want.size()) << k << " " << t.name;
       EXPECT_TRUE(got == want)
@@ -146,8 +75,6 @@ class SpineTest : public ::testing::Test {
     o.device = Device::Cuda(0);
     return o;
   }
-
-  std::string dir_;
 };
 
 // Row and column slices of a 4096 x 11008 bf16 weight (the Llama MLP
@@ -326,7 +253,7 @@ TEST_F(GdsCompatTest, RefusalsAndTruncationFailCleanly) {
   EXPECT_EQ(free1, free0) << "device memory not given back";
 
   if (fs::is_directory("/dev/shm")) {
-    std::string shm = MakeTempDir("/dev/shm");
+    std::string shm = testing::MakeTempDir("/dev/shm", "wl_spine");
     ASSERT_FALSE(shm.empty());
     std::string err;
     auto f = testing::WriteSafetensors(

@@ -318,7 +318,31 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     t = r0["timeout"]
     assert "GroupTimeoutError" in t["mro"] and "TimeoutError" in t["mro"]
     assert "did not complete within 2 s" in t["error"]
+    assert "rank 0 of 2" in t["error"] and "all_gather" in t["error"]
     assert t["seconds"] < 30
+    # The timed-out collective was still running: its memory was kept, and
+    # rank 1, joining late, wrote its record there. Rank 1's late load then
+    # fails at the next exchange (rank 0 does not go on: a timeout, or a
+    # peer gone once rank 0 exits).
+    assert r0["kept_works"] >= 1
+    assert r0["late_record_landed"], r0
+    late = r1["late"]
+    assert late is not None and "WeightliftIOError" in late["mro"], late
+    assert "read its bytes of batch 0" in late["error"], late
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_group_mode_over_nccl_on_each_rank_gpu(ckpt, tmp_path):
+    """Group mode through the C++ load with torch's NCCL group as its
+    transport: one rank per GPU (one GPU here: one rank), device memory
+    handed to NCCL, bit-exact against safetensors."""
+    n = min(torch.cuda.device_count(), 8)
+    results = _run_groups(ckpt, (n,), "nccl", tmp_path)[n]
+    for r in results:
+        assert r["ok"], r.get("traceback")
+        assert r["devices"] == [f"cuda:{r['rank']}"]
+        for key in ("full_mismatch", "tp_group_mismatch", "iter_mismatch"):
+            assert r[key] == [], (r["rank"], key, r[key][:5])
 
 
 def test_a_rank_that_dies_mid_load_fails_the_others_in_time(ckpt, tmp_path):

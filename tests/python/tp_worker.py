@@ -77,8 +77,10 @@ def run_failures(result):
     dev = "cuda:0" if RANK == 1 else "cpu"
     result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, device=dev, process_group=pg, group_timeout=20))
-    # Rank 1 never joins the load: rank 0 must fail, not hang. Last: it
-    # leaves rank 0's collective pending.
+    # Rank 1 does not join the load in time: rank 0 must fail, not hang.
+    # Last: it leaves rank 0's collective pending. Then rank 1 comes late
+    # and joins that pending collective: its bytes land in memory rank 0
+    # kept for it (weightlift._group._BROKEN), not in freed memory.
     done = os.path.join(OUT_DIR, "timeout_done")
     if RANK == 1:
         # Stay in the group (silent) until rank 0 has failed, so that it
@@ -86,10 +88,25 @@ def run_failures(result):
         deadline = time.time() + 120
         while not os.path.exists(done) and time.time() < deadline:
             time.sleep(0.05)
+        result["late"] = failure(lambda: weightlift.load_checkpoint(
+            CKPT, process_group=pg, group_timeout=3))
     else:
         result["timeout"] = failure(lambda: weightlift.load_checkpoint(
             CKPT, process_group=pg, group_timeout=2))
+        from weightlift import _group
+        kept = list(_group._BROKEN)
+        result["kept_works"] = len(kept)
         open(done, "w").close()
+        # The agreement's records: 2 x 512 bytes; rank 1's status byte (1:
+        # could start) arrives at 512 once rank 1 joins late.
+        deadline = time.time() + 60
+        while time.time() < deadline and not all(
+                w.is_completed() for w, _, _ in kept):
+            time.sleep(0.05)
+        record = kept[-1][2][0] if kept else None
+        result["late_record_landed"] = (
+            record is not None and record.numel() == 1024
+            and int(record[512]) == 1)
 
 
 def run_dies(result):
@@ -153,10 +170,30 @@ def run_memory(result):
     result["full_mismatch"] = compare(got, reference({}))
 
 
+def run_nccl(result):
+    """Group mode over NCCL on cuda:RANK (one GPU: one rank), full and
+    with the plan, each checked bit-exact on the host; the iterator too."""
+    device = f"cuda:{RANK}"
+    torch.cuda.set_device(device)
+    pg = dist.group.WORLD
+    got = weightlift.load_checkpoint(CKPT, device=device, process_group=pg)
+    result["devices"] = sorted({str(t.device) for t in got.values()})
+    result["full_mismatch"] = compare(
+        {n: t.cpu() for n, t in got.items()}, reference({}))
+    got = weightlift.load_checkpoint(CKPT, device=device, tp_plan=TEST_PLAN,
+                                     process_group=pg)
+    result["tp_group_mismatch"] = compare(
+        {n: t.cpu() for n, t in got.items()}, reference(TEST_PLAN))
+    it = weightlift.iter_tensors(CKPT, device=device, tp_plan=TEST_PLAN,
+                                 process_group=pg)
+    result["iter_mismatch"] = compare({n: t.cpu() for n, t in it},
+                                      reference(TEST_PLAN))
+
+
 def run_rank():
     result = {"rank": RANK, "ok": False}
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
+        "nccl" if SCENARIO == "nccl" else "gloo", init_method=f"tcp://127.0.0.1:{PORT}", rank=RANK,
         world_size=WORLD, timeout=datetime.timedelta(seconds=60))
     try:
         if SCENARIO == "modes":
@@ -192,6 +229,8 @@ def run_rank():
             result["load_into_mismatch"] = compare(targets, ref)
         elif SCENARIO == "failures":
             run_failures(result)
+        elif SCENARIO == "nccl":
+            run_nccl(result)
         elif SCENARIO == "memory":
             run_memory(result)
         elif SCENARIO == "dies":

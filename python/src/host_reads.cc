@@ -1,0 +1,360 @@
+// HostReads: safe_open's per-call path for host tensors.
+//
+// safe_open(..., device="cpu").get_tensor(name) is called once per tensor,
+// often for thousands of small tensors, so a call must cost what it costs in
+// safetensors (microseconds), not a loader job (a thread, a plan, staging).
+// HostReads serves such calls on the calling thread, straight from the file
+// the Checkpoint holds open: its header was validated by Checkpoint::Open,
+// and every call checks that the file is unchanged since then (one fstat)
+// before handing anything out. Two ways:
+//   - view: a view of the handle's private (copy-on-write) mapping of the
+//     file, mapped at the handle's first call and shared by its tensors, as
+//     safetensors does on cpu. Nothing is read at call time; pages come when
+//     first touched; a write changes the process's copy, never the file. A
+//     tensor whose address would not be a multiple of its element size is
+//     copied instead (as zero_copy loads do), and the report says so.
+//   - copy: the tensor's bytes copied on the calling thread (GIL released)
+//     into new memory, the file checked unchanged before and after (a
+//     change during the copy is an error, not a mix): from a shared
+//     read-only mapping of the file below kHugeCopyBytes (a user-space copy
+//     of mapped pages, as safetensors' numpy path), with pread above (a
+//     file cut short under a long copy is then an error, not a SIGBUS).
+// Every call leaves a LoadReport (path "mmap-view" or "pread", bytes,
+// seconds) that Python turns into last_report() when asked.
+// Get returns None where this path does not apply (a file without a POSIX
+// descriptor: object storage, memory; a file system that cannot map; a
+// checkpoint built by hand): the caller then loads through a Loader.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "env/file.h"
+#include "env/mapping.h"
+#include "format/held_files.h"
+#include "module_common.h"
+#include "util/clock.h"
+#include "weightlift/checkpoint.h"
+#include "weightlift/dtype.h"
+#include "weightlift/report.h"
+
+namespace weightlift::python {
+namespace {
+
+using internal::Clock;
+using internal::File;
+using internal::IoBackend;
+using internal::Mapping;
+using internal::SecondsSince;
+
+// Memory a copied tensor owns, freed when the last tensor viewing it goes:
+// std::aligned_alloc (64-byte aligned) for small tensors; from
+// kHugeCopyBytes on, fresh anonymous pages with transparent huge pages asked
+// for, so that the read's first touch of the memory faults once per 2 MiB
+// instead of once per 4 KiB (the larger cost of a big copy on a VM).
+constexpr uint64_t kHugeCopyBytes = 4u << 20;  // the report says "4 MiB"
+
+struct OwnedBytes {
+  void* data = nullptr;
+  Mapping pages;  // when from Mapping::Anonymous
+  ~OwnedBytes() {
+    if (pages.empty()) std::free(data);
+  }
+};
+
+StatusOr<std::shared_ptr<OwnedBytes>> Allocate(uint64_t size,
+                                               const std::string& name) {
+  auto owned = std::make_shared<OwnedBytes>();
+  if (size >= kHugeCopyBytes) {
+    WL_ASSIGN_OR_RETURN(owned->pages,
+                        Mapping::Anonymous(size, "tensor '" + name + "'",
+                                           /*huge=*/true));
+    owned->data = owned->pages.data();
+    return owned;
+  }
+  owned->data = std::aligned_alloc(64, (size + 63) / 64 * 64);
+  if (owned->data == nullptr) {
+    return Status::ResourceExhausted("cannot allocate " + std::to_string(size) +
+                                     " bytes for tensor '" + name + "'");
+  }
+  return owned;
+}
+
+// What one HostReads::Get did, kept as plain numbers; the LoadReport (and
+// from it the dict) is built only when Python asks (last_report()), so a
+// call does not pay for strings it never shows.
+struct HostReport {
+  std::shared_ptr<const Checkpoint> ckpt;
+  std::shared_ptr<const LoadOptions> options;
+  bool view = false;
+  std::vector<uint32_t> tensors;  // indices into ckpt->tensors()
+  uint64_t bytes_read = 0;
+  uint64_t copied = 0, copied_tensors = 0;  // view: misaligned, copied
+  double open_seconds = 0, transfer_seconds = 0, seconds = 0;
+
+  LoadReport Build() const {
+    LoadReport r;
+    r.device = Device::Cpu();
+    r.options = *options;
+    r.bytes_read = bytes_read;
+    r.open_seconds = open_seconds;
+    r.transfer_seconds = transfer_seconds;
+    r.seconds = seconds;
+    std::vector<int> report_of_file(ckpt->files().size(), -1);
+    for (uint32_t k : tensors) {
+      const TensorInfo& ti = ckpt->tensors()[k];
+      if (report_of_file[ti.file] < 0) {
+        report_of_file[ti.file] = static_cast<int>(r.files.size());
+        FileReport fr;
+        fr.path = ckpt->files()[ti.file].path;
+        fr.path_taken = view ? "mmap-view" : "copy";
+        fr.reason = view ? "safe_open on cpu: a view of the handle's private "
+                           "(copy-on-write) mapping of the file, as "
+                           "safetensors; pages are read when first touched"
+                         : "safe_open on cpu: copied on the calling thread "
+                           "from the file the checkpoint holds open (from "
+                           "its mapping below 4 MiB, pread above)";
+        r.files.push_back(std::move(fr));
+      }
+      r.files[report_of_file[ti.file]].bytes += ti.size;
+      r.bytes += ti.size;
+      ++r.tensors;
+    }
+    if (copied_tensors > 0) {
+      r.notes.push_back(std::to_string(copied_tensors) + " tensors (" +
+                        std::to_string(copied) +
+                        " bytes) are misaligned for their dtype in the file "
+                        "and were copied instead of mapped");
+    }
+    r.notes.push_back(
+        "safe_open on cpu: served on the calling thread, no loader job");
+    return r;
+  }
+};
+
+class HostReads {
+ public:
+  HostReads(std::shared_ptr<const Checkpoint> ckpt, LoadOptions options,
+            bool view)
+      : ckpt_(std::move(ckpt)),
+        options_(std::make_shared<const LoadOptions>(std::move(options))),
+        view_(view),
+        files_(ckpt_->files().size()) {}
+
+  // [data] for NAMES (ExportBytes: DLPack capsules, or for AS_MEMORYVIEW
+  // (numpy) memoryviews or bytearrays; None for empty tensors) and the
+  // HostReport; None when
+  // this path does not apply to one of the files (see the file comment).
+  nb::object Get(const std::vector<std::string>& names, bool as_memoryview) {
+    const auto t0 = Clock::now();
+    auto rep = NewReport();
+    rep->tensors.reserve(names.size());
+    for (const std::string& n : names) rep->tensors.push_back(Index(n));
+    std::vector<bool> ready(files_.size(), false);
+    for (uint32_t k : rep->tensors) {
+      const uint32_t i = ckpt_->tensors()[k].file;
+      if (!ready[i] && !Ready(i)) return nb::none();
+      ready[i] = true;
+    }
+    rep->open_seconds = SecondsSince(t0);
+    const auto t1 = Clock::now();
+    nb::list out;
+    for (uint32_t k : rep->tensors) {
+      out.append(Export(ckpt_->tensors()[k], as_memoryview, rep.get()));
+    }
+    return Finish(out, std::move(rep), t0, t1);
+  }
+
+  // Get([NAME]) without the lists: (data, HostReport) or None.
+  nb::object GetOne(const std::string& name, bool as_memoryview) {
+    const auto t0 = Clock::now();
+    auto rep = NewReport();
+    const uint32_t k = Index(name);
+    rep->tensors.push_back(k);
+    const TensorInfo& ti = ckpt_->tensors()[k];
+    if (!Ready(ti.file)) return nb::none();
+    rep->open_seconds = SecondsSince(t0);
+    const auto t1 = Clock::now();
+    nb::object data = Export(ti, as_memoryview, rep.get());
+    return Finish(data, std::move(rep), t0, t1);
+  }
+
+ private:
+  struct FileState {
+    std::shared_ptr<File> file;    // pread, checked at the first use
+    std::shared_ptr<Mapping> map;  // the whole file (see Prepare)
+  };
+
+  std::unique_ptr<HostReport> NewReport() const {
+    auto rep = std::make_unique<HostReport>();
+    rep->ckpt = ckpt_;
+    rep->options = options_;
+    rep->view = view_;
+    return rep;
+  }
+
+  uint32_t Index(const std::string& name) const {
+    const int64_t k = ckpt_->IndexOf(name);
+    if (k < 0) Raise(Status::NotFound("File does not contain tensor " + name));
+    return static_cast<uint32_t>(k);
+  }
+
+  // Whether file I can be served here: prepared at its first use (opened,
+  // mapped) and, for views, checked unchanged now (a copy checks after it
+  // copies, in Export, which covers both). Raises the file's error.
+  bool Ready(uint32_t i) {
+    FileState* fs = Prepared(i);
+    if (fs == nullptr) {
+      StatusOr<FileState*> st = Status::Internal("unset");
+      {
+        nb::gil_scoped_release nogil;
+        st = Prepare(i);
+      }
+      if (!st.ok()) Raise(st.status());
+      fs = *st;
+      if (fs == nullptr) return false;
+    }
+    if (view_) ThrowIfError(internal::CheckUnchanged(*fs->file));
+    return true;
+  }
+
+  nb::object Finish(nb::object data, std::unique_ptr<HostReport> rep,
+                    Clock::time_point t0, Clock::time_point t1) {
+    rep->transfer_seconds = SecondsSince(t1);
+    rep->seconds = SecondsSince(t0);
+    return nb::make_tuple(
+        std::move(data),
+        nb::cast(rep.release(), nb::rv_policy::take_ownership));
+  }
+
+  // TI's bytes as ExportBytes gives them (None when empty): a view of the
+  // mapping, or new memory copied from the file (for numpy below
+  // kHugeCopyBytes a bytearray); counted in REP.
+  // REQUIRES: TI's file prepared (and for a view checked unchanged) by this
+  // call.
+  nb::object Export(const TensorInfo& ti, bool as_memoryview, HostReport* rep) {
+    if (ti.size == 0) return nb::none();
+    FileState& fs = files_[ti.file];
+    const Device cpu = Device::Cpu();
+    if (view_) {
+      const int bits = DTypeBits(ti.dtype);
+      const uintptr_t elem = bits >= 8 ? static_cast<uintptr_t>(bits / 8) : 1;
+      // Checkpoint::Open checked offset + size against the file's size,
+      // which CheckUnchanged re-checked: inside the mapping.
+      std::byte* at = fs.map->data() + ti.offset;
+      if (reinterpret_cast<uintptr_t>(at) % elem == 0) {
+        return ExportBytes(at, ti.size, cpu, std::shared_ptr<void>(fs.map, at),
+                           as_memoryview);
+      }
+      std::shared_ptr<OwnedBytes> owned =
+          ValueOrRaise(Allocate(ti.size, ti.name));
+      std::memcpy(owned->data, at, ti.size);
+      rep->copied += ti.size;
+      rep->bytes_read += ti.size;
+      ++rep->copied_tensors;
+      void* data = owned->data;  // before OWNED is moved from
+      return ExportBytes(data, ti.size, cpu, std::move(owned), as_memoryview);
+    }
+    if (as_memoryview && ti.size < kHugeCopyBytes) {
+      // numpy: a bytearray, as safetensors' numpy path returns (numpy views
+      // it writable; 16-byte aligned, enough for every numpy dtype).
+      nb::object ba = nb::steal(PyByteArray_FromStringAndSize(
+          nullptr, static_cast<Py_ssize_t>(ti.size)));
+      if (!ba.is_valid()) throw nb::python_error();
+      std::memcpy(PyByteArray_AS_STRING(ba.ptr()), fs.map->data() + ti.offset,
+                  ti.size);
+      ThrowIfError(internal::CheckUnchanged(*fs.file).WithContext(
+          "tensor '" + ti.name + "'"));
+      rep->bytes_read += ti.size;
+      return ba;
+    }
+    std::shared_ptr<OwnedBytes> owned =
+        ValueOrRaise(Allocate(ti.size, ti.name));
+    Status read;
+    {
+      nb::gil_scoped_release nogil;
+      if (ti.size < kHugeCopyBytes) {
+        // From the mapping: a user-space copy of mapped pages is about
+        // twice as fast as pread's for these sizes (as safetensors copies).
+        std::memcpy(owned->data, fs.map->data() + ti.offset, ti.size);
+      } else {
+        // Large: pread, so a file cut short under a long copy is an error
+        // naming it rather than a SIGBUS.
+        read = fs.file->ReadAt(
+            ti.offset, std::span<std::byte>(
+                           static_cast<std::byte*>(owned->data), ti.size));
+      }
+      // A file changed during the copy: an error, never a mix of bytes.
+      if (read.ok()) read = internal::CheckUnchanged(*fs.file);
+    }
+    ThrowIfError(read.WithContext("tensor '" + ti.name + "'"));
+    rep->bytes_read += ti.size;
+    void* data = owned->data;  // before OWNED is moved from
+    return ExportBytes(data, ti.size, cpu, std::move(owned), as_memoryview);
+  }
+
+  // File I's state when it is already prepared, else null. Thread-safe.
+  FileState* Prepared(uint32_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return files_[i].file != nullptr ? &files_[i] : nullptr;
+  }
+
+  // File I's state, opened (and for a view mapped) at its first use; null
+  // when this path does not apply to it. Thread-safe.
+  StatusOr<FileState*> Prepare(uint32_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FileState& fs = files_[i];
+    if (fs.file != nullptr) return &fs;
+    std::shared_ptr<File> held = internal::HeldFiles::Get(*ckpt_, i);
+    if (held == nullptr || held->native_fd() < 0) return nullptr;
+    // The held file, checked unchanged and still at its path.
+    WL_ASSIGN_OR_RETURN(
+        std::unique_ptr<File> f,
+        internal::OpenForLoad(*ckpt_, i, IoBackend::kPread, {}));
+    if (f->alignment() != 1) return nullptr;
+    // view: private (writes stay in the process); copy: shared read-only.
+    StatusOr<Mapping> m = f->Map(0, f->size(),
+                                 view_ ? internal::MapAccess::kPrivateWritable
+                                       : internal::MapAccess::kReadShared);
+    if (m.status().code() == StatusCode::kUnsupported) return nullptr;
+    if (!m.ok()) return m.status();
+    fs.map = std::make_shared<Mapping>(std::move(*m));
+    fs.file = std::move(f);
+    return &fs;
+  }
+
+  std::shared_ptr<const Checkpoint> ckpt_;
+  std::shared_ptr<const LoadOptions> options_;
+  bool view_;
+  std::mutex mu_;
+  std::vector<FileState> files_;
+};
+
+}  // namespace
+
+void BindHostReads(nb::module_& m) {
+  using namespace nb::literals;
+  nb::class_<HostReport>(m, "HostReport")
+      .def("as_dict",
+           [](const HostReport& r) { return ReportDict(r.Build()); });
+  nb::class_<HostReads>(m, "HostReads")
+      .def(
+          "__init__",
+          [](HostReads* self, const PyCheckpoint& ckpt, const nb::dict& options,
+             bool view) {
+            new (self) HostReads(ckpt.ckpt, OptionsFromDict(options), view);
+          },
+          "checkpoint"_a, "options"_a, "view"_a)
+      .def("get", &HostReads::Get, "names"_a, "memoryview"_a = false)
+      .def("get_one", &HostReads::GetOne, "name"_a, "memoryview"_a = false);
+}
+
+}  // namespace weightlift::python

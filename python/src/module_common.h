@@ -1,0 +1,49 @@
+// What the binding files of weightlift._native share (module.cc defines
+// them): raising a Status as the package's exception, exporting bytes to
+// Python, the report and options dicts, the Checkpoint wrapper.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "weightlift/checkpoint.h"
+#include "weightlift/loader.h"
+#include "weightlift/options.h"
+#include "weightlift/report.h"
+#include "weightlift/status.h"
+
+namespace weightlift::python {
+
+namespace nb = nanobind;
+
+// Raises STATUS as the exception weightlift._errors.from_status builds.
+[[noreturn]] void Raise(const Status& status);
+void ThrowIfError(const Status& status);
+
+template <typename T>
+T ValueOrRaise(StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return std::move(v).value();
+}
+
+// [data, data + size) on DEVICE as a 1-D uint8 DLPack capsule, or for host
+// memory and AS_MEMORYVIEW a writable memoryview; keeps OWNER alive until
+// the last consumer lets go. None for empty tensors.
+nb::object ExportBytes(void* data, uint64_t size, const Device& device,
+                       std::shared_ptr<void> owner, bool as_memoryview);
+
+// The report as the dict weightlift.report.LoadReport takes.
+nb::dict ReportDict(const LoadReport& r);
+
+// LoadOptions from a dict of SetLoadOption knob names -> text.
+LoadOptions OptionsFromDict(const nb::dict& d);
+
+// weightlift._native.Checkpoint.
+struct PyCheckpoint {
+  std::shared_ptr<const Checkpoint> ckpt;
+};
+
+}  // namespace weightlift::python
