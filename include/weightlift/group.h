@@ -90,8 +90,9 @@ Status AgreeOnGroupLoad(GroupTransport& group, const Device& device,
 // device for NcclCommunicator). Before any data moves the ranks all-gather
 // a fingerprint of the request and the checkpoint, and a rank that cannot
 // start says so: disagreement or a failed rank is InvalidArgument on every
-// rank, naming the ranks. Tensors come in checkpoint order, each in memory
-// this call allocated (one allocation, 256-byte aligned tensors); the
+// rank, naming the ranks. Tensors come in checkpoint order: this rank's
+// parts (tensor_parallel) as Loader::LoadSlices gives them, the others in
+// one allocation of this call (256-byte aligned tensors); the
 // report counts this rank's reads (bytes_read) and notes what the group
 // delivered. The plan runs in batches; batch k + 1's reads (on a thread of
 // this call) overlap batch k's collectives (on the calling thread).

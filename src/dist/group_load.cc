@@ -1,6 +1,7 @@
 // LoadWithGroup (include/weightlift/group.h): agreement, the group plan,
-// this rank's reads through Loader::LoadInto (PartReads, batch k + 1's on a
-// thread while batch k's collectives run), then each batch's collectives
+// this rank's reads (its parts through Loader::LoadSlices, the rest through
+// LoadInto of PartReads; batch k + 1's on a thread while batch k's
+// collectives run), then each batch's collectives
 // (RunBatch) after the ranks have told each other their reads succeeded.
 #include <algorithm>
 #include <cstring>
@@ -104,15 +105,38 @@ StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
 }
 
 // One batch's reads of this rank, run on their own thread so that they
-// overlap the previous batch's collectives. Joined before it goes.
+// overlap the previous batch's collectives: READS (whole tensors and
+// all-gather rows) into the load's memory with LoadInto, then SLICES (this
+// rank's parts) with LoadSlices, whose planning picks row runs or a
+// covering read per part, into memory it allocates. Joined before it goes.
 class BatchReads {
  public:
-  BatchReads(Loader& loader, const Checkpoint& ckpt, internal::PartReads reads)
-      : reads_(std::move(reads)) {
-    if (reads_.empty()) return;
+  BatchReads(Loader& loader, const Checkpoint& ckpt, internal::PartReads reads,
+             std::vector<TensorRequest> slices)
+      : reads_(std::move(reads)), slices_(std::move(slices)) {
+    if (reads_.empty() && slices_.empty()) return;
     thread_ = std::thread([this, &loader, &ckpt] {
-      const Checkpoint parts = reads_.ToCheckpoint(ckpt);
-      status_ = loader.LoadInto(parts, reads_.Destinations(), &report_);
+      if (!reads_.empty()) {
+        const Checkpoint parts = reads_.ToCheckpoint(ckpt);
+        status_ = loader.LoadInto(parts, reads_.Destinations(), &report_);
+      }
+      if (status_.ok() && !slices_.empty()) {
+        StatusOr<LoadResult> got = loader.LoadSlices(ckpt, slices_);
+        if (!got.ok()) {
+          status_ = got.status();
+          return;
+        }
+        const LoadReport& r = got->report;
+        report_.bytes_read += r.bytes_read;
+        report_.transfer_seconds += r.transfer_seconds;
+        report_.staging_bytes =
+            std::max(report_.staging_bytes, r.staging_bytes);
+        report_.threads = std::max(report_.threads, r.threads);
+        if (report_.files.empty()) report_.files = r.files;
+        report_.notes.insert(report_.notes.end(), r.notes.begin(),
+                             r.notes.end());
+        parts_ = std::move(got->tensors);
+      }
     });
   }
   BatchReads(const BatchReads&) = delete;
@@ -123,12 +147,16 @@ class BatchReads {
     return status_;
   }
   const LoadReport& report() const { return report_; }
+  // After Join: the SLICES' tensors, in their order.
+  std::vector<LoadedTensor>& parts() { return parts_; }
 
  private:
   internal::PartReads reads_;
+  std::vector<TensorRequest> slices_;
   std::thread thread_;
   Status status_ = Status::OK();
   LoadReport report_;
+  std::vector<LoadedTensor> parts_;
 };
 
 }  // namespace
@@ -195,19 +223,22 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
       shards ? internal::PlanShardedGroup(tensors, *shards, n, popts)
              : internal::PlanFullGroup(tensors, n, popts);
 
-  // One allocation: each tensor (or this rank's part) 256-byte aligned.
+  // One allocation for what the group delivers and this rank reads whole
+  // or by rows (each tensor 256-byte aligned); this rank's parts come in
+  // LoadSlices' memory.
   std::vector<uint64_t> sizes(tensors.size());
   std::vector<uint64_t> offsets(tensors.size());
   uint64_t total = 0;
   uint64_t delivered = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    sizes[i] = plan.steps[i].delivery == Delivery::kLocal
-                   ? shards->shards[i].bytes
-                   : tensors[i].size;
+    const bool local = plan.steps[i].delivery == Delivery::kLocal;
+    sizes[i] = local ? shards->shards[i].bytes : tensors[i].size;
     offsets[i] = total;
-    total += AlignUp(sizes[i]);
+    if (!local) total += AlignUp(sizes[i]);
     delivered += sizes[i];
   }
+  const std::vector<TensorRequest> part_requests =
+      shards ? ShardRequests(tensors, *shards) : std::vector<TensorRequest>();
   WL_ASSIGN_OR_RETURN(std::shared_ptr<void> memory,
                       internal::AllocateOn(device, total));
   const auto base = reinterpret_cast<uintptr_t>(memory.get());
@@ -232,17 +263,20 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     result.tensors.push_back(std::move(lt));
   }
 
-  // This rank's reads of batch B: its parts, the tensors it owns, its rows
-  // of the all-gathered ones.
+  // This rank's reads of batch B: its parts (as slices; their indices in
+  // SLICED), the tensors it owns, its rows of the all-gathered ones.
+  std::vector<std::vector<size_t>> sliced(plan.batches);
   auto reads_of = [&](uint32_t b) {
     internal::PartReads reads;
+    std::vector<TensorRequest> slices;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const internal::GroupStep& s = plan.steps[i];
       if (s.batch != b) continue;
       const TensorInfo& t = tensors[i];
       const uintptr_t dst = base + offsets[i];
       if (s.delivery == Delivery::kLocal) {
-        reads.AddShard(t, shards->shards[i], dst);
+        slices.push_back(part_requests[i]);
+        sliced[b].push_back(i);
       } else if (s.delivery == Delivery::kBroadcast && s.root == r) {
         reads.Add(t, 0, 1, t.size, t.size, t.shape, dst);
       } else if (s.delivery == Delivery::kAllGather) {
@@ -252,7 +286,8 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
         reads.Add(t, at, 1, s.part_bytes, s.part_bytes, part_shape, dst + at);
       }
     }
-    return reads;
+    return std::make_unique<BatchReads>(loader, ckpt, std::move(reads),
+                                        std::move(slices));
   };
 
   LoadReport report;
@@ -260,14 +295,20 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
   uint64_t done = 0;
   std::unique_ptr<BatchReads> pending;
   if (plan.batches > 0) {
-    pending = std::make_unique<BatchReads>(loader, ckpt, reads_of(0));
+    pending = reads_of(0);
   }
   for (uint32_t b = 0; b < plan.batches; ++b) {
     Status read = pending->Join();
     const LoadReport batch_report = pending->report();
+    if (read.ok()) {
+      std::vector<LoadedTensor>& parts = pending->parts();
+      for (size_t k = 0; k < sliced[b].size() && k < parts.size(); ++k) {
+        result.tensors[sliced[b][k]] = std::move(parts[k]);
+      }
+    }
     pending.reset();
     if (read.ok() && b + 1 < plan.batches) {
-      pending = std::make_unique<BatchReads>(loader, ckpt, reads_of(b + 1));
+      pending = reads_of(b + 1);
     }
     report.bytes_read += batch_report.bytes_read;
     report.transfer_seconds += batch_report.transfer_seconds;
@@ -275,6 +316,12 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
         std::max(report.staging_bytes, batch_report.staging_bytes);
     report.threads = std::max(report.threads, batch_report.threads);
     if (report.files.empty()) report.files = batch_report.files;
+    for (const std::string& note : batch_report.notes) {
+      if (std::find(report.notes.begin(), report.notes.end(), note) ==
+          report.notes.end()) {
+        report.notes.push_back(note);
+      }
+    }
     // Every rank learns whether every rank has its bytes of this batch, so
     // a rank whose read failed fails the group at once, with its reason.
     Status s = Exchange(group, device, read, std::string(32, '-'),
@@ -297,12 +344,14 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
   report.bytes = delivered;
   report.tensors = tensors.size();
   report.device_bytes = device.is_cuda() ? total : 0;
-  report.notes.push_back(
+  report.notes.insert(
+      report.notes.begin(),
       "group: rank " + std::to_string(r) + " of " + std::to_string(n) +
-      ": read " + std::to_string(report.bytes_read) + " bytes; " +
-      std::to_string(plan.broadcast_bytes) + " bytes broadcast and " +
-      std::to_string(plan.allgather_bytes) + " all-gathered in the group, " +
-      std::to_string(plan.batches) + " batches");
+          ": read " + std::to_string(report.bytes_read) + " bytes; " +
+          std::to_string(plan.broadcast_bytes) + " bytes broadcast and " +
+          std::to_string(plan.allgather_bytes) +
+          " all-gathered in the group, " + std::to_string(plan.batches) +
+          " batches");
   if (shards) {
     for (const std::string& w : shards->warnings) {
       report.notes.push_back("tp: warning: " + w);
