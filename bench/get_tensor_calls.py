@@ -21,7 +21,8 @@ first); each weightlift way and the safetensors way it stands in for are
 interleaved call by call (pairs, so one slow path does not cool the
 caches of the others). "call" times get_tensor alone;
 "+touch" also reads one byte of every 4 KiB page of the result, so a lazily
-mapped tensor pays for its page faults inside the timing. Ratios are
+mapped tensor pays for its page faults inside the timing. Then
+get_slice(name)[1000:2000] of the 1 MiB and 64 MiB tensors. Ratios are
 weightlift's time over safetensors' (below 1: weightlift faster).
 
   PYTHONPATH=build/python .venv/bin/python bench/get_tensor_calls.py
@@ -163,6 +164,15 @@ def main():
                            for m in (wl, st)}
                 show(f"{name}{' +touch' if touch else ''}",
                      per_call(methods, n, touch))
+
+    # get_slice(name)[a:b] of 1000 elements of the 1 MiB and 64 MiB tensors.
+    for name in ("1 MiB", "64 MiB"):
+        print(f"\n## get_slice({name!r})[1000:2000]: {args.calls} calls of "
+              f"each, each pair interleaved")
+        for wl, st in PAIRS:
+            methods = {m: (lambda f=hs[m], name=name:
+                           f.get_slice(name)[1000:2000]) for m in (wl, st)}
+            show(f"slice of {name}", per_call(methods, args.calls, False))
 
     # The loop over every tensor of the checkpoint, with a handle per pass
     # (open included, as a user's loop pays it).
