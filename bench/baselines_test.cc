@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "bench_runner.h"
+#include "cuda/device_available.h"
+#include "device_baselines.h"
 #include "format/synth.h"
 
 namespace weightlift::bench {
@@ -197,6 +199,25 @@ TEST(Measurement, MedianAndBest) {
   EXPECT_DOUBLE_EQ(m.best_gbps(), 1.0);
   m.seconds = {1.0, 4.0};
   EXPECT_DOUBLE_EQ(m.median_gbps(), 0.4);
+}
+
+// Without a usable device the device-side baselines fail with the reason
+// (no CUDA in the build, no driver, no device) instead of timing nothing.
+// On a GPU machine gpu_tests runs them (CudaBaselinesGpu).
+TEST_F(BaselinesTest, DeviceBaselinesWithoutDeviceSayWhy) {
+  std::string why;
+  if (internal::CudaDeviceAvailable(0, &why)) {
+    GTEST_SKIP() << "a CUDA device is present; gpu_tests runs the baselines";
+  }
+  EXPECT_FALSE(why.empty());
+  auto gbps = MeasurePinnedCopyGBps(0, 64ull << 20);
+  ASSERT_FALSE(gbps.ok());
+  EXPECT_FALSE(gbps.status().message().empty());
+  auto ckpt = Checkpoint::Open(*dir_);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  auto secs = NaiveMmapToDevice(*ckpt, 0);
+  ASSERT_FALSE(secs.ok());
+  EXPECT_FALSE(secs.status().message().empty());
 }
 
 }  // namespace

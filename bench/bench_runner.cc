@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "baselines.h"
-#include "cuda/baselines.h"
+#include "device_baselines.h"
 #include "util/thread_count.h"
 #include "weightlift/byte_size.h"
 #include "weightlift/loader.h"
@@ -259,8 +259,7 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
   auto run_naive_mmap = [&](Mode mode) -> Status {
     hold_own_copy();  // it holds every tensor at once
     if (device.is_cuda()) {
-      WL_ASSIGN_OR_RETURN(double secs,
-                          internal::NaiveMmapToDevice(ckpt, device.index));
+      WL_ASSIGN_OR_RETURN(double secs, NaiveMmapToDevice(ckpt, device.index));
       rows.Add(kNaiveMmap, naive_mmap_label, mode, ckpt.total_bytes(), secs,
                "mmap + synchronous cudaMemcpy per tensor from the mapping");
     } else {
@@ -376,7 +375,7 @@ StatusOr<BenchReport> RunBench(const std::string& path, const Checkpoint& ckpt,
       const uint64_t bytes =
           std::clamp<uint64_t>(ckpt.total_bytes(), 64ull << 20, 1ull << 30);
       WL_ASSIGN_OR_RETURN(double gbps,
-                          internal::MeasurePinnedCopyGBps(device.index, bytes));
+                          MeasurePinnedCopyGBps(device.index, bytes));
       const double secs =
           gbps > 0 ? static_cast<double>(bytes) / gbps / 1e9 : 0;
       rows.Add(kPinnedCopy, "pinned host->device copy ceiling", Mode::kCold,

@@ -21,7 +21,8 @@ first); each weightlift way and the safetensors way it stands in for are
 interleaved call by call (pairs, so one slow path does not cool the
 caches of the others). "call" times get_tensor alone;
 "+touch" also reads one byte of every 4 KiB page of the result, so a lazily
-mapped tensor pays for its page faults inside the timing. Ratios are
+mapped tensor pays for its page faults inside the timing. Then
+get_slice(name)[1000:2000] of the 1 MiB and 64 MiB tensors. Ratios are
 weightlift's time over safetensors' (below 1: weightlift faster).
 
   PYTHONPATH=build/python .venv/bin/python bench/get_tensor_calls.py
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,6 +82,14 @@ PAIRS = [("wl pt", "st pt"), ("wl pt copy", "st pt"), ("wl pt job", "st pt"),
 
 
 def main():
+    tmp = tempfile.mkdtemp(prefix="wl-get-tensor-")
+    try:
+        run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=200,
                     help="calls per tiny / 1 MiB figure (64 MiB: a tenth)")
@@ -98,7 +108,6 @@ def main():
 
     import weightlift
 
-    tmp = tempfile.mkdtemp(prefix="wl-get-tensor-")
     sizes = {"tiny 16 B": 4, "1 MiB": 2**18, "64 MiB": 2**24}
     path = os.path.join(tmp, "sizes.safetensors")
     save_file({k: torch.arange(n, dtype=torch.float32)
@@ -163,6 +172,15 @@ def main():
                            for m in (wl, st)}
                 show(f"{name}{' +touch' if touch else ''}",
                      per_call(methods, n, touch))
+
+    # get_slice(name)[a:b] of 1000 elements of the 1 MiB and 64 MiB tensors.
+    for name in ("1 MiB", "64 MiB"):
+        print(f"\n## get_slice({name!r})[1000:2000]: {args.calls} calls of "
+              f"each, each pair interleaved")
+        for wl, st in PAIRS:
+            methods = {m: (lambda f=hs[m], name=name:
+                           f.get_slice(name)[1000:2000]) for m in (wl, st)}
+            show(f"slice of {name}", per_call(methods, args.calls, False))
 
     # The loop over every tensor of the checkpoint, with a handle per pass
     # (open included, as a user's loop pays it).

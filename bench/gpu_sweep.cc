@@ -23,8 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
+#include "cuda/device_available.h"
+#include "device_baselines.h"
 #include "env/page_cache.h"
 #include "raw_read.h"
 #include "st_builder.h"
@@ -220,7 +221,7 @@ int main(int argc, char** argv) {
   const uint64_t bytes = ck->total_bytes();
   std::printf("checkpoint %s: %zu files, %zu tensors, %.2f GB\n", a.dir.c_str(),
               ck->files().size(), ck->tensors().size(), bytes / 1e9);
-  auto ceiling = internal::MeasurePinnedCopyGBps(a.device, 4ull << 30);
+  auto ceiling = bench::MeasurePinnedCopyGBps(a.device, 4ull << 30);
   double ceil_gbps = ceiling.ok() ? *ceiling : 0;
   std::printf(
       "pinned host->device ceiling (4 GiB, 64 MiB copies, median): "
@@ -469,7 +470,7 @@ int main(int argc, char** argv) {
             bytes / 1e9, 1e3 * median(touched.memset_secs));
       }
     }
-    auto naive = internal::NaiveMmapToDevice(*ck, a.device);
+    auto naive = bench::NaiveMmapToDevice(*ck, a.device);
     if (naive.ok()) {
       std::printf(
           "naive mmap + cudaMemcpy per tensor (safetensors-like), "

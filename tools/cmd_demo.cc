@@ -17,7 +17,7 @@
 #include "bench_runner.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "cuda/baselines.h"
+#include "cuda/device_available.h"
 #include "format/synth.h"
 #include "synth_cache.h"
 

@@ -92,13 +92,29 @@ StatusOr<std::shared_ptr<OwnedBytes>> Allocate(uint64_t size,
 // from it the dict) is built only when Python asks (last_report()), so a
 // call does not pay for strings it never shows.
 struct HostReport {
-  std::shared_ptr<const Checkpoint> ckpt;
+  // Not the Checkpoint: a report kept as last_report() must not keep the
+  // checkpoint's files open.
+  std::shared_ptr<const std::vector<std::string>> paths;  // per file
   std::shared_ptr<const LoadOptions> options;
   bool view = false;
-  std::vector<uint32_t> tensors;  // indices into ckpt->tensors()
+  struct Tensor {
+    uint32_t file;  // index into paths
+    uint64_t size;
+  };
+  std::vector<Tensor> tensors;
   uint64_t bytes_read = 0;
   uint64_t copied = 0, copied_tensors = 0;  // view: misaligned, copied
   double open_seconds = 0, transfer_seconds = 0, seconds = 0;
+  // Peek (get_slice): the caller copied SLICE_BYTES of the tensor out of
+  // the mapping, in SLICE_SECONDS (set by Sliced).
+  bool sliced = false;
+  uint64_t slice_bytes = 0;
+  double slice_seconds = 0;
+
+  void Sliced(uint64_t bytes, double seconds_taken) {
+    slice_bytes = bytes;
+    slice_seconds = seconds_taken;
+  }
 
   LoadReport Build() const {
     LoadReport r;
@@ -108,13 +124,12 @@ struct HostReport {
     r.open_seconds = open_seconds;
     r.transfer_seconds = transfer_seconds;
     r.seconds = seconds;
-    std::vector<int> report_of_file(ckpt->files().size(), -1);
-    for (uint32_t k : tensors) {
-      const TensorInfo& ti = ckpt->tensors()[k];
+    std::vector<int> report_of_file(paths->size(), -1);
+    for (const Tensor& ti : tensors) {
       if (report_of_file[ti.file] < 0) {
         report_of_file[ti.file] = static_cast<int>(r.files.size());
         FileReport fr;
-        fr.path = ckpt->files()[ti.file].path;
+        fr.path = (*paths)[ti.file];
         fr.path_taken = view ? "mmap-view" : "copy";
         fr.reason = view ? "safe_open on cpu: a view of the handle's private "
                            "(copy-on-write) mapping of the file, as "
@@ -124,9 +139,19 @@ struct HostReport {
                            "its mapping below 4 MiB, pread above)";
         r.files.push_back(std::move(fr));
       }
-      r.files[report_of_file[ti.file]].bytes += ti.size;
-      r.bytes += ti.size;
+      const uint64_t bytes = sliced ? slice_bytes : ti.size;
+      r.files[report_of_file[ti.file]].bytes += bytes;
+      r.bytes += bytes;
       ++r.tensors;
+    }
+    if (sliced) {
+      r.files[0].path_taken = "mmap-slice";
+      r.files[0].reason =
+          "get_slice on cpu: the selected elements copied on the calling "
+          "thread from the handle's mapping of the file";
+      r.bytes_read = slice_bytes;
+      r.transfer_seconds += slice_seconds;
+      r.seconds += slice_seconds;
     }
     if (copied_tensors > 0) {
       r.notes.push_back(std::to_string(copied_tensors) + " tensors (" +
@@ -147,7 +172,11 @@ class HostReads {
       : ckpt_(std::move(ckpt)),
         options_(std::make_shared<const LoadOptions>(std::move(options))),
         view_(view),
-        files_(ckpt_->files().size()) {}
+        files_(ckpt_->files().size()) {
+    auto paths = std::make_shared<std::vector<std::string>>();
+    for (const FileInfo& f : ckpt_->files()) paths->push_back(f.path);
+    paths_ = std::move(paths);
+  }
 
   // [data] for NAMES (ExportBytes: DLPack capsules, or for AS_MEMORYVIEW
   // (numpy) memoryviews or bytearrays; None for empty tensors) and the
@@ -156,19 +185,20 @@ class HostReads {
   nb::object Get(const std::vector<std::string>& names, bool as_memoryview) {
     const auto t0 = Clock::now();
     auto rep = NewReport();
+    std::vector<const TensorInfo*> infos;
+    infos.reserve(names.size());
     rep->tensors.reserve(names.size());
-    for (const std::string& n : names) rep->tensors.push_back(Index(n));
+    for (const std::string& n : names) infos.push_back(&Add(rep.get(), n));
     std::vector<bool> ready(files_.size(), false);
-    for (uint32_t k : rep->tensors) {
-      const uint32_t i = ckpt_->tensors()[k].file;
-      if (!ready[i] && !Ready(i)) return nb::none();
-      ready[i] = true;
+    for (const TensorInfo* ti : infos) {
+      if (!ready[ti->file] && !Ready(ti->file)) return nb::none();
+      ready[ti->file] = true;
     }
     rep->open_seconds = SecondsSince(t0);
     const auto t1 = Clock::now();
     nb::list out;
-    for (uint32_t k : rep->tensors) {
-      out.append(Export(ckpt_->tensors()[k], as_memoryview, rep.get()));
+    for (const TensorInfo* ti : infos) {
+      out.append(Export(*ti, as_memoryview, rep.get()));
     }
     return Finish(out, std::move(rep), t0, t1);
   }
@@ -177,14 +207,38 @@ class HostReads {
   nb::object GetOne(const std::string& name, bool as_memoryview) {
     const auto t0 = Clock::now();
     auto rep = NewReport();
-    const uint32_t k = Index(name);
-    rep->tensors.push_back(k);
-    const TensorInfo& ti = ckpt_->tensors()[k];
+    const TensorInfo& ti = Add(rep.get(), name);
     if (!Ready(ti.file)) return nb::none();
     rep->open_seconds = SecondsSince(t0);
     const auto t1 = Clock::now();
     nb::object data = Export(ti, as_memoryview, rep.get());
     return Finish(data, std::move(rep), t0, t1);
+  }
+
+  // get_slice on cpu: tensor NAME's bytes in the handle's mapping of its
+  // file, whatever the mode (for copy mode a read-only mapping: the caller
+  // copies the selected elements out and never writes or keeps this), and
+  // the HostReport, which the caller completes with HostReport.sliced.
+  // None where this path does not apply, and for a tensor misaligned for
+  // its dtype (the loader then reads the slice).
+  nb::object Peek(const std::string& name, bool as_memoryview) {
+    const auto t0 = Clock::now();
+    auto rep = NewReport();
+    const TensorInfo& ti = Add(rep.get(), name);
+    rep->sliced = true;
+    if (ti.size == 0 || !Ready(ti.file)) return nb::none();
+    FileState& fs = files_[ti.file];
+    if (!view_) ThrowIfError(internal::CheckUnchanged(*fs.file));
+    std::byte* at = fs.map->data() + ti.offset;
+    const int bits = DTypeBits(ti.dtype);
+    if (bits % 8 != 0 || reinterpret_cast<uintptr_t>(at) % (bits / 8) != 0) {
+      return nb::none();
+    }
+    rep->open_seconds = SecondsSince(t0);
+    nb::object data =
+        ExportBytes(at, ti.size, Device::Cpu(),
+                    std::shared_ptr<void>(fs.map, at), as_memoryview);
+    return Finish(data, std::move(rep), t0, Clock::now());
   }
 
  private:
@@ -195,16 +249,20 @@ class HostReads {
 
   std::unique_ptr<HostReport> NewReport() const {
     auto rep = std::make_unique<HostReport>();
-    rep->ckpt = ckpt_;
+    rep->paths = paths_;
     rep->options = options_;
     rep->view = view_;
     return rep;
   }
 
-  uint32_t Index(const std::string& name) const {
-    const int64_t k = ckpt_->IndexOf(name);
-    if (k < 0) Raise(Status::NotFound("File does not contain tensor " + name));
-    return static_cast<uint32_t>(k);
+  // Tensor NAME, counted in REP. Raises NotFound.
+  const TensorInfo& Add(HostReport* rep, const std::string& name) const {
+    const TensorInfo* ti = ckpt_->Find(name);
+    if (ti == nullptr) {
+      Raise(Status::NotFound("File does not contain tensor " + name));
+    }
+    rep->tensors.push_back({ti->file, ti->size});
+    return *ti;
   }
 
   // Whether file I can be served here: prepared at its first use (opened,
@@ -333,6 +391,7 @@ class HostReads {
 
   std::shared_ptr<const Checkpoint> ckpt_;
   std::shared_ptr<const LoadOptions> options_;
+  std::shared_ptr<const std::vector<std::string>> paths_;  // for reports
   bool view_;
   std::mutex mu_;
   std::vector<FileState> files_;
@@ -343,8 +402,8 @@ class HostReads {
 void BindHostReads(nb::module_& m) {
   using namespace nb::literals;
   nb::class_<HostReport>(m, "HostReport")
-      .def("as_dict",
-           [](const HostReport& r) { return ReportDict(r.Build()); });
+      .def("as_dict", [](const HostReport& r) { return ReportDict(r.Build()); })
+      .def("sliced", &HostReport::Sliced, "bytes"_a, "seconds"_a);
   nb::class_<HostReads>(m, "HostReads")
       .def(
           "__init__",
@@ -354,7 +413,8 @@ void BindHostReads(nb::module_& m) {
           },
           "checkpoint"_a, "options"_a, "view"_a)
       .def("get", &HostReads::Get, "names"_a, "memoryview"_a = false)
-      .def("get_one", &HostReads::GetOne, "name"_a, "memoryview"_a = false);
+      .def("get_one", &HostReads::GetOne, "name"_a, "memoryview"_a = false)
+      .def("peek", &HostReads::Peek, "name"_a, "memoryview"_a = false);
 }
 
 }  // namespace weightlift::python

@@ -17,7 +17,8 @@ private mapping of the file, as safetensors returns them (``zero_copy=False``
 for copies), with ``framework="np"`` as copies, as safetensors
 (``zero_copy=True`` for views). ``get_slice(name)[index]`` follows
 safetensors' indexing rules (see weightlift._slice_index) and is loaded as a
-slice request (_slices.py): only the selected bytes are read (or a covering
+slice request (_slices.py; on cpu copied out of the handle's mapping on
+the calling thread instead): only the selected bytes are read (or a covering
 range placed with strided copies where that moves fewer), with the loader's
 staging, O_DIRECT and report, straight onto the device, as a tensor-parallel
 rank that needs its shard of a weight wants. The result owns
@@ -28,6 +29,7 @@ safetensors) it still works after its handle is closed.
 from __future__ import annotations
 
 import collections
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core, _dtypes, _native, _slice_index, _slices
@@ -274,6 +276,7 @@ class SafeSlice:
         self._source = source
         self._info = info
         self._full = None  # the whole tensor, for indices torch resolves
+        self._layout = None  # (dtype, shape) in the framework, once known
 
     def get_shape(self) -> List[int]:
         return list(self._info.shape)
@@ -302,17 +305,59 @@ class SafeSlice:
         return part.clone() if hasattr(part, "clone") else part.copy()
 
     def _read(self, sel: "_slice_index.Selection"):
-        """The selected part, read by the loader as a slice request (only
-        the selected bytes, or a covering range placed with strided copies
-        where that moves fewer; staging, O_DIRECT and the report as for any
-        load) straight onto the handle's device (see _slices.py)."""
+        """The selected part: on cpu copied out of the handle's mapping on
+        the calling thread (_from_mapping), else read by the loader as a
+        slice request (only the selected bytes, or a covering range placed
+        with strided copies where that moves fewer; staging, O_DIRECT and
+        the report as for any load) straight onto the handle's device (see
+        _slices.py)."""
         src, info = self._source, self._info
-        if src.numpy:
-            _dtypes.numpy_layout(info.dtype, info.shape, info.name)
-        else:
-            _dtypes.torch_layout(info.dtype, info.shape, info.name)
+        layout = self._layout
+        if layout is None:  # raises for a dtype the framework lacks
+            layout = self._layout = (
+                _dtypes.numpy_layout if src.numpy else _dtypes.torch_layout)(
+                    info.dtype, info.shape, info.name)
+        if src.host is not None:
+            part = self._from_mapping(sel, *layout)
+            if part is not None:
+                return part
         with _core.pooled_loader(src.options) as loader:
             (part,) = _slices.load_slices(
                 loader, src.ckpt, [(info.name, sel.ranges, sel.squeeze)],
                 "np" if src.numpy else "pt", src.device)
+        return part
+
+    def _from_mapping(self, sel: "_slice_index.Selection", dtype, shape):
+        """get_slice's per-call path on cpu: the elements SEL selects,
+        copied on the calling thread out of the handle's mapping of the
+        file (only their pages are touched) into memory of their own, as
+        the loader's slice would give them; None where the per-call path
+        does not serve this tensor (then the loader reads it)."""
+        src, info = self._source, self._info
+        got = src.host.peek(info.name, src.numpy)
+        if got is None:
+            return None
+        data, report = got
+        t0 = time.perf_counter()
+        index = tuple(slice(a, b, c) for a, b, c in sel.ranges)
+        drop = set(sel.squeeze)
+        out_shape = [_slice_index.count(*r) for d, r in enumerate(sel.ranges)
+                     if d not in drop]
+        if src.numpy:
+            import numpy as np
+            full = np.frombuffer(data, dtype=dtype).reshape(shape)
+            # np.array: a 0-d selection stays an array (not a scalar).
+            part = np.array(full[index], order="C").reshape(out_shape)
+        else:
+            import torch
+            full = torch.utils.dlpack.from_dlpack(data)
+            if dtype != torch.uint8:
+                full = full.view(dtype)
+            part = full.reshape(shape)[index].clone(
+                memory_format=torch.contiguous_format).reshape(out_shape)
+        del full  # the mapping's view: never returned, never written
+        report.sliced(part.nbytes if src.numpy else
+                      part.numel() * part.element_size(),
+                      time.perf_counter() - t0)
+        _core._last.report = report
         return part

@@ -1,7 +1,7 @@
 // Built when the CUDA toolkit was not found: every CUDA entry point answers
 // Unsupported with the reason.
-#include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
+#include "cuda/device_available.h"
 
 namespace weightlift::internal {
 
@@ -25,14 +25,6 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
 bool CudaDeviceAvailable(int device, std::string* why) {
   if (why) *why = kWhy;
   return false;
-}
-
-StatusOr<double> MeasurePinnedCopyGBps(int, uint64_t) {
-  return Status::Unsupported(kWhy);
-}
-
-StatusOr<double> NaiveMmapToDevice(const Checkpoint&, int) {
-  return Status::Unsupported(kWhy);
 }
 
 }  // namespace weightlift::internal

@@ -54,8 +54,8 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
       *read_bytes < ckpt.files()[i].size / 2) {
     out.file = std::move(buffered);
     out.report.path_taken = "pread";
-    out.report.reason = "small read (" + std::to_string(*read_bytes) +
-                        " of " + std::to_string(ckpt.files()[i].size) +
+    out.report.reason = "small read (" + std::to_string(*read_bytes) + " of " +
+                        std::to_string(ckpt.files()[i].size) +
                         " bytes): buffered pread, residency not sampled";
     return out;
   }

@@ -23,9 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
 #include "cuda/cufile_lib.h"
+#include "cuda/device_available.h"
+#include "device_baselines.h"
 #include "env/fault_file.h"
 #include "env/page_cache.h"
 #include "exec/testing/report_notes.h"
@@ -595,7 +596,7 @@ TEST_F(CudaLoaderTest, ShardedCheckpointWithIndexBitExact) {
 TEST(CudaBaselinesGpu, PinnedCeilingAndNaivePathRun) {
   std::string why;
   if (!internal::CudaDeviceAvailable(0, &why)) GTEST_SKIP() << why;
-  auto g = internal::MeasurePinnedCopyGBps(0, 256ull << 20);
+  auto g = bench::MeasurePinnedCopyGBps(0, 256ull << 20);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   std::cout << "pinned host->device ceiling (256 MiB): " << *g << " GB/s\n";
   EXPECT_GT(*g, 1.0);

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/baselines.h"
 #include "cuda/cuda_loader.h"
 #include "cuda/cufile_lib.h"
+#include "cuda/device_available.h"
 #include "cuda/gds_path.h"
 #include "env/env.h"
 #include "env/page_cache.h"

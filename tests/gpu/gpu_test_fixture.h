@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/baselines.h"
+#include "cuda/device_available.h"
 #include "st_builder.h"
 #include "weightlift/checkpoint.h"
 

@@ -40,8 +40,7 @@ def _file_bytes(path):
 @pytest.mark.parametrize("framework", ["pt", "np"])
 def test_every_tensor_as_safetensors(model_file, framework):
     if framework == "np":
-        pytest.importorskip("ml_dtypes",
-                            reason="numpy BF16 (make deps installs it)")
+        import ml_dtypes  # noqa: F401 - numpy's BF16 (make deps installs it)
     with weightlift.safe_open(model_file, framework) as f, \
             safetensors.safe_open(model_file, framework) as g:
         for k in g.keys():
@@ -215,3 +214,59 @@ def test_threads_share_a_handle(model_file):
         for t in ts:
             t.join()
     assert errors == []
+
+
+@pytest.mark.parametrize("framework", ["pt", "np"])
+def test_slices_on_cpu_are_copied_out_of_the_mapping(model_file, framework):
+    """get_slice(name)[index] on cpu: the selected elements, copied on the
+    calling thread out of the handle's mapping (report path "mmap-slice",
+    bytes = the slice's), equal to safetensors' and owning just their own
+    bytes; a file changed since open is refused here too."""
+    with weightlift.safe_open(model_file, framework) as f, \
+            safetensors.safe_open(model_file, framework) as g:
+        for index in [(slice(1, 9, 3), slice(None, 7)), (5,), (5, 7),
+                      (slice(None), 3), (slice(0, 0),)]:
+            got = f.get_slice("w")[index]
+            assert_same_value(got, g.get_slice("w")[index], str(index))
+            r = weightlift.last_report()
+            nbytes = got.nbytes if framework == "np" else (
+                got.numel() * got.element_size())
+            assert r.files[0].path_taken == "mmap-slice", r.files
+            assert r.bytes == r.bytes_read == nbytes
+            if framework == "pt":
+                assert got.untyped_storage().nbytes() == nbytes
+            else:
+                assert got.base is None or got.base.nbytes == nbytes
+        st = os.stat(model_file)
+        os.utime(model_file, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        with pytest.raises(weightlift.WeightliftIOError,
+                           match="changed since it was opened"):
+            f.get_slice("w")[1:2]
+
+
+def test_misaligned_slice_goes_through_the_loader(tmp_path):
+    want = torch.arange(6, dtype=torch.float32)
+    path = write_raw(str(tmp_path / "odd.safetensors"),
+                     [("pad", "U8", [1], b"\x07"),
+                      ("x", "F32", [6], want.numpy().tobytes())])
+    with weightlift.safe_open(path, "pt") as f:
+        got = f.get_slice("x")[2:5]
+        r = weightlift.last_report()
+    assert torch.equal(got, want[2:5])
+    assert r.files[0].path_taken != "mmap-slice"
+
+
+@pytest.mark.parametrize("framework", ["pt", "np"])
+def test_no_descriptor_is_left_once_the_handle_is_gone(model_file, framework):
+    """Neither the tensors handed out (views hold the mapping, not the
+    file) nor the last report keep a file descriptor open."""
+    fd_dir = f"/proc/{os.getpid()}/fd"
+    before = len(os.listdir(fd_dir))
+    with weightlift.safe_open(model_file, framework) as f:
+        t = f.get_tensor("i")
+        f.get_slice("w")[1:3]
+    del f
+    assert weightlift.last_report() is not None
+    assert len(os.listdir(fd_dir)) == before
+    with safetensors.safe_open(model_file, framework) as g:
+        assert_same_value(t, g.get_tensor("i"), "after close")

@@ -20,6 +20,7 @@ from conftest import random_tensor, write_raw
 from conftest import raw_bytes as _raw_bytes
 
 import weightlift
+import weightlift.torch
 from weightlift import _safe_open
 
 E = Ellipsis

@@ -1,19 +1,15 @@
-// Device-side baselines for `weightlift bench`: the ceilings a CUDA load is
-// measured against, and what plain safetensors does. Without CUDA compiled
-// in (or with no device) each returns Unsupported / false with the reason.
+// Device-side baselines for `weightlift bench` and bench/gpu_sweep: the
+// ceiling a CUDA load is measured against, and what plain safetensors does.
+// Benchmark code, not library code: it lives in wl_bench. Without CUDA
+// compiled in (or with no device) each returns an error with the reason.
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include "weightlift/checkpoint.h"
 #include "weightlift/status.h"
 
-namespace weightlift::internal {
-
-// True when cuda:DEVICE can be used; otherwise false and *WHY (if non-null)
-// says why (no CUDA in this build, no driver, no such device).
-bool CudaDeviceAvailable(int device, std::string* why);
+namespace weightlift::bench {
 
 // The pinned host->device copy ceiling in GB/s (1e9 bytes/s): BYTES of
 // pinned memory copied to the device in 64 MiB cudaMemcpyAsync pieces on one
@@ -26,4 +22,4 @@ StatusOr<double> MeasurePinnedCopyGBps(int device, uint64_t bytes = 4ull << 30);
 // device, buffers freed afterwards, not timed).
 StatusOr<double> NaiveMmapToDevice(const Checkpoint& ckpt, int device);
 
-}  // namespace weightlift::internal
+}  // namespace weightlift::bench

@@ -1,5 +1,6 @@
-#include "cuda/baselines.h"
+#include "device_baselines.h"
 
+#if WL_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,18 +12,18 @@
 #include <vector>
 
 #include "cuda/cuda_util.h"
+#endif
 
-namespace weightlift::internal {
+namespace weightlift::bench {
 
-bool CudaDeviceAvailable(int device, std::string* why) {
-  Status s = CheckCudaDevice(device);
-  if (s.ok()) s = UseDevice(device);
-  if (!s.ok()) {
-    if (why) *why = s.ToString();
-    return false;
-  }
-  return true;
-}
+#if WL_HAVE_CUDA
+using internal::CheckCudaDevice;
+using internal::Clock;
+using internal::CudaStatus;
+using internal::DeviceBuffer;
+using internal::PinnedBuffer;
+using internal::SecondsSince;
+using internal::UseDevice;
 
 StatusOr<double> MeasurePinnedCopyGBps(int device, uint64_t bytes) {
   WL_RETURN_IF_ERROR(CheckCudaDevice(device));
@@ -115,4 +116,21 @@ StatusOr<double> NaiveMmapToDevice(const Checkpoint& ckpt, int device) {
   return s;
 }
 
-}  // namespace weightlift::internal
+#else  // !WL_HAVE_CUDA
+
+namespace {
+constexpr const char* kNoCuda =
+    "built without CUDA (the CUDA toolkit was not found at configure time)";
+}
+
+StatusOr<double> MeasurePinnedCopyGBps(int, uint64_t) {
+  return Status::Unsupported(kNoCuda);
+}
+
+StatusOr<double> NaiveMmapToDevice(const Checkpoint&, int) {
+  return Status::Unsupported(kNoCuda);
+}
+
+#endif  // WL_HAVE_CUDA
+
+}  // namespace weightlift::bench
