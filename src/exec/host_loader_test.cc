@@ -16,6 +16,7 @@
 #include "env/testing/temp_dir.h"
 #include "exec/testing/report_notes.h"
 #include "format/writer.h"
+#include "util/testing/reference_gather.h"
 #include "util/thread_count.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -673,32 +674,6 @@ TEST_F(HostLoaderTest, ColdLoadReadsTheFileInPlace) {
   EXPECT_LE(r->report.bytes_read, data_bytes + 2 * 4096);
 }
 
-// Reference gather: numpy's basic indexing over a row-major tensor.
-std::vector<std::byte> Gather(std::span<const std::byte> tensor,
-                              const std::vector<uint64_t>& shape, int eb,
-                              const std::vector<DimSlice>& slices) {
-  std::vector<std::byte> out;
-  const size_t n = shape.size();
-  std::vector<DimSlice> s(n);
-  for (size_t i = 0; i < n; ++i) {
-    s[i] = i < slices.size() ? slices[i] : DimSlice{0, shape[i], 1};
-    if (s[i].count() == 0) return out;
-  }
-  std::vector<uint64_t> idx(n, 0);
-  while (true) {
-    uint64_t e = 0;
-    for (size_t i = 0; i < n; ++i) {
-      e = e * shape[i] + s[i].start + idx[i] * s[i].step;
-    }
-    out.insert(out.end(), tensor.begin() + e * eb,
-               tensor.begin() + (e + 1) * eb);
-    size_t d = n;
-    while (d > 0 && ++idx[d - 1] == s[d - 1].count()) idx[--d] = 0;
-    if (d == 0) break;
-  }
-  return out;
-}
-
 // Slices of real random tensors under every backend: row ranges, columns,
 // steps, ints, whole tensors and the same tensor twice, in one load, equal
 // to the reference gather of the file's bytes.
@@ -729,7 +704,8 @@ TEST_P(HostLoaderBackendTest, SlicesMatchReferenceGather) {
     const LoadedTensor& t = r->tensors[k];
     const TensorInfo& ti = *ckpt_->Find(req[k].name);
     const int eb = DTypeBits(ti.dtype) / 8;
-    const auto want = Gather(FileBytes(ti.name), ti.shape, eb, req[k].slices);
+    const auto want = testing::ReferenceGather(FileBytes(ti.name), ti.shape, eb,
+                                               req[k].slices);
     ASSERT_EQ(t.size, want.size()) << k << " " << ti.name;
     uint64_t n = static_cast<uint64_t>(eb);
     for (uint64_t d : t.shape) n *= d;
@@ -761,8 +737,8 @@ TEST_F(HostLoaderTest, SmallPartOfAFileIsReadBufferedWithoutSampling) {
   EXPECT_EQ(r->report.files[0].path_taken, "pread");
   EXPECT_NE(r->report.files[0].reason.find("small read"), std::string::npos)
       << r->report.files[0].reason;
-  const auto want = Gather(FileBytes("big.a"), a.shape, DTypeBits(a.dtype) / 8,
-                           rows[0].slices);
+  const auto want = testing::ReferenceGather(
+      FileBytes("big.a"), a.shape, DTypeBits(a.dtype) / 8, rows[0].slices);
   ASSERT_EQ(r->tensors[0].size, want.size());
   EXPECT_EQ(std::memcmp(r->tensors[0].data, want.data(), want.size()), 0);
   auto whole = (*loader)->Load(*ckpt_);
