@@ -86,32 +86,30 @@ def main():
           f"{load_before[2]:.2f}", flush=True)
     rows = {"fio": [], "cold": [], "fresh_read": [], "warm": []}
     reports = []
+
+    def weightlift_row(cold):
+        g, rep = weightlift_gbps(a.weightlift, a.file, cold=cold)
+        reports.append(rep)
+        return g
+
+    measure = {"fio": lambda: fio_gbps(a.file, size),
+               "cold": lambda: weightlift_row(True),
+               "fresh_read": lambda: fresh_read_gbps(a.file),
+               "warm": lambda: weightlift_row(False)}
+    # Each round: the cold pair (the file evicted before each run), then the
+    # warm pair (the file read into the page cache once), each pair back to
+    # back, alternating which goes first.
     for r in range(a.rounds):
-        # Cold pair, alternating which goes first.
-        order = ["fio", "cold"] if r % 2 == 0 else ["cold", "fio"]
-        for what in order:
-            evict(a.file)
-            if what == "fio":
-                rows["fio"].append(fio_gbps(a.file, size))
-            else:
-                g, rep = weightlift_gbps(a.weightlift, a.file, cold=True)
-                rows["cold"].append(g)
-                reports.append(rep)
-            print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
-                  flush=True)
-        # Warm pair.
-        warm_up(a.file)
-        order = ["fresh_read", "warm"] if r % 2 == 0 else ["warm",
-                                                          "fresh_read"]
-        for what in order:
-            if what == "fresh_read":
-                rows["fresh_read"].append(fresh_read_gbps(a.file))
-            else:
-                g, rep = weightlift_gbps(a.weightlift, a.file, cold=False)
-                rows["warm"].append(g)
-                reports.append(rep)
-            print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
-                  flush=True)
+        for pair, cold in ((("fio", "cold"), True),
+                           (("fresh_read", "warm"), False)):
+            if not cold:
+                warm_up(a.file)
+            for what in pair if r % 2 == 0 else pair[::-1]:
+                if cold:
+                    evict(a.file)
+                rows[what].append(measure[what]())
+                print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
+                      flush=True)
     load_after = os.getloadavg()
     best = {k: max(v) for k, v in rows.items()}
     cold_ratio = best["cold"] / best["fio"]

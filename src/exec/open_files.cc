@@ -189,12 +189,12 @@ void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened) {
   }
 }
 
-FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
-                              const LoadOptions& options,
+FixedBuffers MemoryToRegister(std::span<std::byte> memory,
+                              uint64_t bounce_bytes, const LoadOptions& options,
                               std::shared_ptr<std::atomic<int>> refused) {
   FixedBuffers out;
   out.refused = std::move(refused);
-  if (!memory.empty() && load_bytes >= options.uring_register_min_bytes) {
+  if (!memory.empty() && bounce_bytes >= options.uring_register_min_bytes) {
     out.regions = {memory};
   }
   return out;

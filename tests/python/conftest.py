@@ -11,6 +11,7 @@ import json
 import os
 import struct
 import sys
+import threading
 
 import pytest
 
@@ -113,6 +114,25 @@ def write_raw(path, entries, metadata=None, header_pad=True):
         for *_, data in entries:
             f.write(data)
     return path
+
+
+def errors_in_threads(work, n):
+    """Runs WORK in N threads at once and returns the exceptions they raised
+    (an exception in a thread would otherwise only be printed)."""
+    errors = []
+
+    def run():
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return errors
 
 
 @pytest.fixture
