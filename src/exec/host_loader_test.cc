@@ -404,6 +404,54 @@ TEST_F(HostLoaderTest, UringBounceReadsUseRegisteredBuffers) {
   }
 }
 
+// Load() lays large tensors out as in the file and reads them in place,
+// so only small tensors and block ends pass through the bounce pool; it is
+// registered (faulted in and pinned whole) only when that traffic reaches
+// uring_register_min_bytes, not the load's size. LoadInto's caller memory
+// may send every byte through it: there the load's size decides.
+TEST_F(HostLoaderTest, RegistersBounceMemoryOnlyForBounceTraffic) {
+  uint64_t small = 0;
+  for (const TensorInfo& t : ckpt_->tensors()) {
+    if (t.size < (64u << 10)) small += t.size;
+  }
+  ASSERT_LT(small + 3 * 8192, 4u << 20);
+  ASSERT_GT(ckpt_->total_bytes(), 4u << 20);
+  LoadOptions o = Options(Backend::kUring);
+  o.uring_register_min_bytes = 4 << 20;  // between the two
+  auto loader = CreateHostLoader(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ckpt_);
+  if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << r.status().ToString();
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectExact(*r);
+  EXPECT_FALSE(testing::AnyNoteHas(r->report.notes,
+                                   {"io_uring reads into registered buffers"}))
+      << ::testing::PrintToString(r->report.notes);
+  EXPECT_TRUE(testing::AnyNoteHas(r->report.notes,
+                                  {"landed straight in the destination"}))
+      << ::testing::PrintToString(r->report.notes);
+
+  std::vector<std::byte> arena(ckpt_->total_bytes() + 64);
+  std::vector<Destination> dests;
+  uint64_t at = 3;  // odd addresses: nothing lands in place
+  for (const TensorInfo& t : ckpt_->tensors()) {
+    dests.push_back({t.name, arena.data() + at, t.size});
+    at += t.size;
+  }
+  LoadReport rep;
+  Status s = (*loader)->LoadInto(*ckpt_, dests, &rep);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const Destination& d : dests) {
+    auto want = FileBytes(d.name);
+    EXPECT_EQ(std::memcmp(d.data, want.data(), want.size()), 0) << d.name;
+  }
+  EXPECT_TRUE(testing::AnyNoteHas(rep.notes,
+                                  {"io_uring reads into registered buffers"}))
+      << ::testing::PrintToString(rep.notes);
+}
+
 TEST_F(HostLoaderTest, FileChangedSinceOpenIsIoError) {
   auto loader = CreateHostLoader(Options(Backend::kAuto));
   ASSERT_TRUE(loader.ok());
