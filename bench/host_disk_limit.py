@@ -21,6 +21,7 @@ Needs fio (the Makefile's APT_PACKAGES) and posix_fadvise.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -139,7 +140,7 @@ def main():
         names["cold " + n] = f"  {n}: load --cold"
         names["warm " + n] = f"  {n}: load (warm)"
     for k in cold_group + warm_group:
-        med = sorted(rows[k])[len(rows[k]) // 2]
+        med = statistics.median(rows[k])
         print(f"{names[k]:34}{best[k]:10.3f}{med:8.3f}  "
               + " ".join(f"{v:.3f}" for v in rows[k]))
     print(f"cold: weightlift / fio = {cold_ratio:.2f} (bar 0.90: "
