@@ -53,6 +53,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   if (read_bytes && *read_bytes < kSmallReadBytes &&
       *read_bytes < ckpt.files()[i].size / 2) {
     out.file = std::move(buffered);
+    out.small_read = true;
     out.report.path_taken = "pread";
     out.report.reason = "small read (" + std::to_string(*read_bytes) + " of " +
                         std::to_string(ckpt.files()[i].size) +

@@ -19,6 +19,9 @@ struct OpenedFile {
   std::unique_ptr<File> file;     // null for files the load does not touch
   FileReport report;              // path_taken and reason filled in
   double resident_fraction = -1;  // sampled page-cache residency, -1 unknown
+  // The load reads a small part of this file: opened buffered, residency
+  // deliberately not sampled (see kSmallReadBytes).
+  bool small_read = false;
 };
 
 // Opens every file of CKPT for which NEEDED[i] is true with the backend that
