@@ -1,7 +1,7 @@
 """Host loads against the disk's and the page cache's limits, in one run.
 
     python3 bench/host_disk_limit.py FILE [--rounds 2] [--out DIR]
-        [--weightlift build/weightlift]
+        [--weightlift build/weightlift] [--baseline NAME=BINARY ...]
 
 Cold: `weightlift load --cold FILE` (pages evicted first, a fresh process,
 the report's whole load call) against fio reading the same file with
@@ -12,12 +12,16 @@ fresh Python process that reads the file into fresh anonymous memory
 back to back, alternating which goes first; the best of the rounds is
 compared (ratios >= 0.9 are issue 10's bar). The load average before and
 after is printed: on a shared machine the numbers move with it.
+--baseline adds another weightlift binary (e.g. one built from an earlier
+commit) to both groups, as rows "cold NAME" and "warm NAME": an A/B of a
+change in the same run. With more than two in a group the order rotates.
 Needs fio (the Makefile's APT_PACKAGES) and posix_fadvise.
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -78,33 +82,45 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--weightlift", default="build/weightlift")
     ap.add_argument("--out", help="folder for results.json and the log")
+    ap.add_argument("--baseline", action="append", default=[],
+                    metavar="NAME=BINARY",
+                    help="another weightlift binary to compare, in both groups")
     a = ap.parse_args()
+    baselines = dict(b.split("=", 1) for b in a.baseline)
     size = os.path.getsize(a.file)
     load_before = os.getloadavg()
     print(f"file {a.file}: {size / 1e9:.2f} GB; {os.cpu_count()} cpus; "
           f"load average {load_before[0]:.2f} {load_before[1]:.2f} "
           f"{load_before[2]:.2f}", flush=True)
     rows = {"fio": [], "cold": [], "fresh_read": [], "warm": []}
+    for n in baselines:
+        rows["cold " + n] = []
+        rows["warm " + n] = []
     reports = []
 
-    def weightlift_row(cold):
-        g, rep = weightlift_gbps(a.weightlift, a.file, cold=cold)
+    def weightlift_row(binary, cold):
+        g, rep = weightlift_gbps(binary, a.file, cold=cold)
         reports.append(rep)
         return g
 
     measure = {"fio": lambda: fio_gbps(a.file, size),
-               "cold": lambda: weightlift_row(True),
+               "cold": lambda: weightlift_row(a.weightlift, True),
                "fresh_read": lambda: fresh_read_gbps(a.file),
-               "warm": lambda: weightlift_row(False)}
-    # Each round: the cold pair (the file evicted before each run), then the
-    # warm pair (the file read into the page cache once), each pair back to
-    # back, alternating which goes first.
+               "warm": lambda: weightlift_row(a.weightlift, False)}
+    for n, binary in baselines.items():
+        measure["cold " + n] = lambda b=binary: weightlift_row(b, True)
+        measure["warm " + n] = lambda b=binary: weightlift_row(b, False)
+    cold_group = ("fio", "cold") + tuple("cold " + n for n in baselines)
+    warm_group = ("fresh_read", "warm") + tuple("warm " + n for n in baselines)
+    # Each round: the cold group (the file evicted before each run), then
+    # the warm group (the file read into the page cache once), each group
+    # back to back, rotating which goes first (alternating for a pair).
     for r in range(a.rounds):
-        for pair, cold in ((("fio", "cold"), True),
-                           (("fresh_read", "warm"), False)):
+        for group, cold in ((cold_group, True), (warm_group, False)):
             if not cold:
                 warm_up(a.file)
-            for what in pair if r % 2 == 0 else pair[::-1]:
+            k = r % len(group)
+            for what in group[k:] + group[:k]:
                 if cold:
                     evict(a.file)
                 rows[what].append(measure[what]())
@@ -115,13 +131,17 @@ def main():
     cold_ratio = best["cold"] / best["fio"]
     warm_ratio = best["warm"] / best["fresh_read"]
     print()
-    print(f"{'':34}{'best GB/s':>10}  rounds")
+    print(f"{'':34}{'best GB/s':>10}{'median':>8}  rounds")
     names = {"fio": "fio io_uring O_DIRECT qd16 8M",
              "cold": "weightlift load --cold",
              "fresh_read": "fresh process f.read() (warm)",
              "warm": "weightlift load (warm)"}
-    for k in ("fio", "cold", "fresh_read", "warm"):
-        print(f"{names[k]:34}{best[k]:10.3f}  "
+    for n in baselines:
+        names["cold " + n] = f"  {n}: load --cold"
+        names["warm " + n] = f"  {n}: load (warm)"
+    for k in cold_group + warm_group:
+        med = statistics.median(rows[k])
+        print(f"{names[k]:34}{best[k]:10.3f}{med:8.3f}  "
               + " ".join(f"{v:.3f}" for v in rows[k]))
     print(f"cold: weightlift / fio = {cold_ratio:.2f} (bar 0.90: "
           f"{'met' if cold_ratio >= 0.9 else 'NOT met'})")
@@ -133,6 +153,7 @@ def main():
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "results.json"), "w") as f:
             json.dump({"file": a.file, "bytes": size, "rounds": rows,
+                       "weightlift": a.weightlift, "baselines": baselines,
                        "best": best, "cold_ratio": cold_ratio,
                        "warm_ratio": warm_ratio,
                        "loadavg_before": load_before,

@@ -40,7 +40,7 @@ Populator::Populator(const Plan& plan, std::atomic<size_t>* next_chunk,
 
 int Populator::DefaultThreads() {
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
-  return std::clamp(hw / 8, 2, 4);
+  return std::clamp(hw / 8, 1, 4);
 }
 
 int Populator::Finish() {

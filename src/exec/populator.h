@@ -7,10 +7,8 @@
 // middle of its memcpy or DMA. Stops at the first refusal (EINVAL before
 // Linux 5.14): readers then fault pages in themselves, as without it.
 //
-// Several threads: one populating thread can be slower than the disk on
-// a VM (4 KiB first touch measured 1.0-1.6 GB/s per thread on the
-// development VM, fio 0.9-1.5 GB/s; bench/results/
-// 2026-12-03-devbox-host-disk-limit-2), so THREADS threads take 4 MiB
+// Several threads: on a large machine one populating thread's first touch
+// is slower than its NVMe, so THREADS threads (DefaultThreads) take 4 MiB
 // pieces in plan order from one cursor. Not huge pages: see host_loader.cc.
 #pragma once
 
@@ -33,12 +31,12 @@ class Populator {
   ~Populator() { (void)Finish(); }
   Populator(const Populator&) = delete;
   Populator& operator=(const Populator&) = delete;
-  // Populating threads for one load: 2, and more on large machines (one
-  // per 8 hardware threads, at most 4): one thread's first touch is not
-  // faster than a good disk. On the 2-core development VM, cold 3.2 GB
-  // loads with the disk at ~1 GB/s: median 1.038 GB/s with two, 0.999
-  // with one (10 interleaved rounds each; within the noise); warm loads
-  // the same with either.
+  // Populating threads for one load: one per 8 hardware threads, 1 to 4.
+  // On the 2-core development VM, 1 and 2 could not be told apart (two
+  // interleaved A/Bs of cold 3.2 GB loads disagreed, the shared disk moving
+  // +-20%; bench/results/2026-12-03-devbox-host-disk-limit-2); more on
+  // large machines, whose NVMe outruns one thread's first touch (not
+  // measured yet).
   static int DefaultThreads();
   // Stops and joins the threads; returns madvise's errno if the kernel
   // refused (0 if it never did).
