@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,14 @@ PAIRS = [("wl pt", "st pt"), ("wl pt copy", "st pt"), ("wl pt job", "st pt"),
 
 
 def main():
+    tmp = tempfile.mkdtemp(prefix="wl-get-tensor-")
+    try:
+        run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=200,
                     help="calls per tiny / 1 MiB figure (64 MiB: a tenth)")
@@ -99,7 +108,6 @@ def main():
 
     import weightlift
 
-    tmp = tempfile.mkdtemp(prefix="wl-get-tensor-")
     sizes = {"tiny 16 B": 4, "1 MiB": 2**18, "64 MiB": 2**24}
     path = os.path.join(tmp, "sizes.safetensors")
     save_file({k: torch.arange(n, dtype=torch.float32)

@@ -32,6 +32,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -60,6 +61,9 @@ using internal::SecondsSince;
 // for, so that the read's first touch of the memory faults once per 2 MiB
 // instead of once per 4 KiB (the larger cost of a big copy on a VM).
 constexpr uint64_t kHugeCopyBytes = 4u << 20;  // the report says "4 MiB"
+// Copies from this size on release the GIL (below, releasing and taking it
+// back costs more than the copy).
+constexpr uint64_t kReleaseGilBytes = 256u << 10;
 
 struct OwnedBytes {
   void* data = nullptr;
@@ -328,8 +332,7 @@ class HostReads {
       if (!ba.is_valid()) throw nb::python_error();
       std::memcpy(PyByteArray_AS_STRING(ba.ptr()), fs.map->data() + ti.offset,
                   ti.size);
-      ThrowIfError(internal::CheckUnchanged(*fs.file).WithContext(
-          "tensor '" + ti.name + "'"));
+      RaiseIfError(internal::CheckUnchanged(*fs.file), ti);
       rep->bytes_read += ti.size;
       return ba;
     }
@@ -337,7 +340,9 @@ class HostReads {
         ValueOrRaise(Allocate(ti.size, ti.name));
     Status read;
     {
-      nb::gil_scoped_release nogil;
+      // Other Python threads run during a copy that takes a while.
+      std::optional<nb::gil_scoped_release> nogil;
+      if (ti.size >= kReleaseGilBytes) nogil.emplace();
       if (ti.size < kHugeCopyBytes) {
         // From the mapping: a user-space copy of mapped pages is about
         // twice as fast as pread's for these sizes (as safetensors copies).
@@ -352,10 +357,16 @@ class HostReads {
       // A file changed during the copy: an error, never a mix of bytes.
       if (read.ok()) read = internal::CheckUnchanged(*fs.file);
     }
-    ThrowIfError(read.WithContext("tensor '" + ti.name + "'"));
+    RaiseIfError(read, ti);
     rep->bytes_read += ti.size;
     void* data = owned->data;  // before OWNED is moved from
     return ExportBytes(data, ti.size, cpu, std::move(owned), as_memoryview);
+  }
+
+  // Raises STATUS, naming tensor TI, unless it is OK (the name is added
+  // only then: no string is built on the per-call path).
+  static void RaiseIfError(const Status& status, const TensorInfo& ti) {
+    if (!status.ok()) Raise(status.WithContext("tensor '" + ti.name + "'"));
   }
 
   // File I's state when it is already prepared, else null. Thread-safe.

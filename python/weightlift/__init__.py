@@ -59,6 +59,11 @@ def __dir__():
 
 __version__ = "0.1.0"
 
+# The keywords that make a load tensor-parallel (weightlift._tp.TP_KEYWORDS;
+# a test checks the two agree).
+_TP_KEYWORDS = ("tp_rank", "tp_size", "tp_plan", "process_group",
+                "group_timeout")
+
 last_report = _core.last_report
 # Loaders are cached per options (staging allocated once); this frees them.
 release_cached_loaders = _core.release_cached_loaders
@@ -81,7 +86,7 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     """Loads a whole checkpoint: one .safetensors file, a
     model.safetensors.index.json, or a directory of shards. Returns every
     tensor (file order) in a dict with ``.report`` attached."""
-    from . import _dtypes, _tp
+    from . import _dtypes
     from ._options import device_string
 
     np = framework in ("np", "numpy")
@@ -90,7 +95,12 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     dev = device_string(device)
     if np and dev != "cpu":
         raise ValueError("framework 'np' loads into host memory only")
-    tp = _tp.take_tp(options, path)  # tp_rank/tp_size/tp_plan/process_group
+    # _tp only when a TP keyword is there: a plain first call does not pay
+    # for importing it (~7 ms on the 2-core box, inside the clock).
+    tp = None
+    if any(k in options for k in _TP_KEYWORDS):
+        from . import _tp
+        tp = _tp.take_tp(options, path)  # tp_rank/tp_size/tp_plan/...
     if tp is not None:
         items, report = _tp.load(path, dev, tp, options, progress, np)
         out = StateDict(items)

@@ -276,6 +276,7 @@ class SafeSlice:
         self._source = source
         self._info = info
         self._full = None  # the whole tensor, for indices torch resolves
+        self._layout = None  # (dtype, shape) in the framework, once known
 
     def get_shape(self) -> List[int]:
         return list(self._info.shape)
@@ -311,10 +312,11 @@ class SafeSlice:
         the report as for any load) straight onto the handle's device (see
         _slices.py)."""
         src, info = self._source, self._info
-        if src.numpy:
-            layout = _dtypes.numpy_layout(info.dtype, info.shape, info.name)
-        else:
-            layout = _dtypes.torch_layout(info.dtype, info.shape, info.name)
+        layout = self._layout
+        if layout is None:  # raises for a dtype the framework lacks
+            layout = self._layout = (
+                _dtypes.numpy_layout if src.numpy else _dtypes.torch_layout)(
+                    info.dtype, info.shape, info.name)
         if src.host is not None:
             part = self._from_mapping(sel, *layout)
             if part is not None:

@@ -1,20 +1,20 @@
-// The CUDA loader: wires the pieces of one load together. Three ways bytes
-// reach device memory, chosen per file (path_choice.h):
+// The CUDA loader: the one Loader (exec/loader_core.h) over a CUDA device's
+// LoadTarget. Three sinks deliver bytes to device memory, chosen per file
+// (path_choice.h):
 //
-//  pinned staging  storage -> pinned slot -> device (staging_pipeline.h)
-//  host-register   zero-copy from the page cache (host_register_pipeline.h)
+//  pinned staging  storage -> pinned slot -> device (staging_sink.h)
+//  host-register   zero-copy from the page cache (host_register_sink.h)
 //  gds             cuFileRead straight into device memory (gds_path.h)
 //
 // Completion is event based: a tensor is "ready" (on_ready) once every copy
-// that delivers its bytes has completed on the device (load_job.h). Load()
-// makes one device allocation for the whole load (device_layout.h); each
-// path's plan comes from transfer_plan.h, sizes from cuda_config.h.
-// LoadInto() checks the caller's pointers (destination_check.h).
+// that delivers its bytes has completed on the device. Load() makes one
+// device allocation for the whole load (device_layout.h); sizes come from
+// cuda_config.h. LoadInto() checks the caller's pointers
+// (destination_check.h).
 #include "cuda/cuda_loader.h"
 
 #include <cuda_runtime_api.h>
 
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -25,13 +25,11 @@
 #include "cuda/destination_check.h"
 #include "cuda/device_layout.h"
 #include "cuda/gds_path.h"
-#include "cuda/host_register_pipeline.h"
-#include "cuda/load_job.h"
+#include "cuda/host_register_sink.h"
 #include "cuda/path_choice.h"
-#include "cuda/staging_pipeline.h"
-#include "cuda/transfer_plan.h"
-#include "exec/open_files.h"
-#include "exec/request.h"
+#include "cuda/staging_sink.h"
+#include "exec/load_target.h"
+#include "exec/loader_core.h"
 #include "exec/thread_pool.h"
 #include "util/clock.h"
 
@@ -41,73 +39,44 @@ bool CudaCompiledIn() { return true; }
 
 namespace {
 
-class CudaLoader final : public Loader {
+class CudaTarget final : public LoadTarget {
  public:
-  static StatusOr<std::unique_ptr<Loader>> Create(const LoadOptions& options,
-                                                  CudaLoaderHooks hooks);
-  ~CudaLoader() override;
+  CudaTarget(const LoadOptions& o, std::function<void(void*, uint64_t)> after)
+      : options_(o), after_alloc_(std::move(after)) {}
+  ~CudaTarget() override;
+  // The device, its streams, the pinned ring, events and threads.
+  Status Init();
 
-  StatusOr<LoadResult> Load(const Checkpoint& ckpt,
-                            std::span<const std::string> names,
-                            const LoadCallbacks& callbacks) override;
-  StatusOr<LoadResult> LoadSlices(const Checkpoint& ckpt,
-                                  std::span<const TensorRequest> requests,
-                                  const LoadCallbacks& callbacks) override;
-  Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
-                  LoadReport* report, const LoadCallbacks& callbacks) override;
-  const LoadOptions& options() const override { return options_; }
+  Device device() const override { return options_.device; }
+  ThreadPool& pool() override { return *pool_; }
+  std::span<std::byte> read_memory() const override { return staging_->ring(); }
+  Status BeginLoad(LoadReport* report) override;
+  Status CheckDestinations(std::span<const Destination> dests) override {
+    return CheckDeviceDestinations(dests, device_);
+  }
+  StatusOr<Allocation> Allocate(const Checkpoint& ckpt,
+                                std::span<const TensorSelection> sels,
+                                const std::vector<OpenedFile>& opened,
+                                LoadReport* report) override;
+  StatusOr<Routing> Route(const Checkpoint& ckpt,
+                          const std::vector<bool>& needed,
+                          const std::vector<OpenedFile>& opened,
+                          LoadReport* report) override;
 
  private:
-  CudaLoader(const LoadOptions& o, CudaLoaderHooks hooks)
-      : options_(o), hooks_(std::move(hooks)) {}
-  Status Init();
-  // Runs JOB (destinations already set) and fills REPORT.
-  Status Run(Job& job, LoadReport* report);
-  // Load() and LoadSlices(): one device allocation for SELS, then Run.
-  // REQUIRES mu_ held.
-  StatusOr<LoadResult> LoadSelections(const Checkpoint& ckpt,
-                                      std::vector<TensorSelection> sels,
-                                      const LoadCallbacks& callbacks,
-                                      Clock::time_point t0);
-  void FillReportHeader(LoadReport* r);
-  // Memory the io_uring files of a load of LOAD_BYTES register for their
-  // reads: the staging ring, for loads large enough to repay it.
-  FixedBuffers RegisteredMemory(uint64_t load_bytes) const {
-    return MemoryToRegister(
-        staging_ ? staging_->ring() : std::span<std::byte>{}, load_bytes,
-        options_, registration_refused_);
-  }
-  // Set by the first refused io_uring buffer registration of any load (a
-  // kernel that cannot pin cudaHostAlloc memory, a memlock limit), so later
-  // rings do not pay for trying again.
-  std::shared_ptr<std::atomic<int>> registration_refused_ =
-      std::make_shared<std::atomic<int>>(0);
-
-  LoadOptions options_;
-  CudaLoaderHooks hooks_;
-  // Loader::Create's time (pinned staging, streams, events, threads), until
-  // the first load's report takes it.
-  double setup_seconds_ = 0;
+  const LoadOptions options_;
+  std::function<void(void*, uint64_t)> after_alloc_;
   int device_ = 0;
   CudaLoaderConfig config_;
   HostRegisterSupport host_register_;
-  std::optional<ThreadPool> pool_;
-  std::optional<StagingPipeline> staging_;
-  std::optional<HostRegisterPipeline> host_register_pipeline_;
   std::vector<cudaStream_t> streams_;
-  std::mutex mu_;  // one load at a time
+  std::optional<ThreadPool> pool_;
+  std::optional<StagingSink> staging_;
+  std::optional<HostRegisterSink> host_register_sink_;
+  std::optional<GdsSink> gds_;
 };
 
-StatusOr<std::unique_ptr<Loader>> CudaLoader::Create(const LoadOptions& o,
-                                                     CudaLoaderHooks hooks) {
-  const auto t = Clock::now();
-  std::unique_ptr<CudaLoader> l(new CudaLoader(o, std::move(hooks)));
-  WL_RETURN_IF_ERROR(l->Init());
-  l->setup_seconds_ = SecondsSince(t);
-  return std::unique_ptr<Loader>(std::move(l));
-}
-
-Status CudaLoader::Init() {
+Status CudaTarget::Init() {
   device_ = options_.device.index;
   WL_RETURN_IF_ERROR(CheckCudaDevice(device_));
   WL_RETURN_IF_ERROR(UseDevice(device_));
@@ -135,13 +104,15 @@ Status CudaLoader::Init() {
   WL_ASSIGN_OR_RETURN(CudaEvents piece_events,
                       CudaEvents::Create(2ull * config_.threads));
   staging_.emplace(std::move(ring), std::move(slot_events),
-                   config_.slots_per_thread, config_.slot_bytes);
-  host_register_pipeline_.emplace(std::move(piece_events));
+                   config_.slots_per_thread, config_.slot_bytes, streams_,
+                   device_);
+  host_register_sink_.emplace(std::move(piece_events), streams_, device_);
+  gds_.emplace(device_);
   pool_.emplace(config_.threads);
   return pool_->status();
 }
 
-CudaLoader::~CudaLoader() {
+CudaTarget::~CudaTarget() {
   cudaSetDevice(device_);
   for (auto s : streams_) {
     if (s) {
@@ -149,144 +120,114 @@ CudaLoader::~CudaLoader() {
       cudaStreamDestroy(s);
     }
   }
-  // The pipelines (events, then the pinned ring) go with the members, after
+  // The sinks (events, then the pinned ring) go with the members, after
   // every stream that could still use them is idle.
 }
 
-void CudaLoader::FillReportHeader(LoadReport* r) {
-  // The first load pays for the loader's creation (see LoadReport).
-  r->setup_seconds = setup_seconds_;
-  setup_seconds_ = 0;
-  r->device = options_.device;
+Status CudaTarget::BeginLoad(LoadReport* r) {
+  WL_RETURN_IF_ERROR(UseDevice(device_));
   r->threads = config_.threads;
-  r->staging_bytes = staging_ ? staging_->ring_bytes() : 0;
-}
-
-Status CudaLoader::Run(Job& job, LoadReport* report) {
-  const Checkpoint& ckpt = *job.ckpt;
-  auto t_open = Clock::now();
-  std::vector<std::string>& notes = report->notes;
-  notes.insert(notes.end(), config_.notes.begin(), config_.notes.end());
-  std::vector<bool> needed = FilesNeeded(ckpt, job.tensors);
-  WL_ASSIGN_OR_RETURN(std::vector<OpenedFile> opened,
-                      OpenCheckpointFiles(ckpt, options_, needed, &notes,
-                                          RegisteredMemory(job.total)));
-  WrapOpenedFiles(hooks_.wrap_file, &opened);
-  WL_ASSIGN_OR_RETURN(
-      std::vector<FileChoice> files,
-      ChoosePaths(ckpt, options_, needed, opened, host_register_, report));
-  report->open_seconds = SecondsSince(t_open);
-
-  TransferPlans plans = PlanTransfers(job, files, config_, report);
-
-  // ---- Transfer: GDS, then host-register, then staging.
-  auto t_xfer = Clock::now();
-  for (uint32_t r = 0; r < job.tensors.size(); ++r) {
-    if (job.remaining[r].load(std::memory_order_relaxed) == 0) job.ReadyNow(r);
-  }
-  Status s = RunGds(job, plans.gds, plans.gds_files, config_.slot_bytes,
-                    device_, *pool_);
-  if (!s.ok()) job.Fail(s);
-  if (!job.failed) {
-    host_register_pipeline_->Run(job, plans.host_register,
-                                 plans.host_register_files, streams_, device_,
-                                 *pool_);
-  }
-  if (!job.failed) {
-    staging_->Run(job, plans.staging, plans.staging_files, streams_, device_,
-                  *pool_);
-  }
-  for (FileChoice& f : files) f.gds = GdsFile();  // deregister, close
-  AppendFileNotes(opened, &notes);
-  report->transfer_seconds = SecondsSince(t_xfer);
-  if (job.failed) return job.first_error();
-  WL_RETURN_IF_ERROR(CheckFilesUnchanged(ckpt, job.tensors, opened));
-  job.progress.Finish();
-  report->bytes = job.progress.delivered();
+  r->staging_bytes = staging_->ring_bytes();
+  r->notes.insert(r->notes.end(), config_.notes.begin(), config_.notes.end());
   return Status::OK();
 }
 
-StatusOr<LoadResult> CudaLoader::Load(const Checkpoint& ckpt,
-                                      std::span<const std::string> names,
-                                      const LoadCallbacks& callbacks) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto t0 = Clock::now();
-  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> idx, ResolveNames(ckpt, names));
-  return LoadSelections(ckpt, WholeTensors(ckpt, idx), callbacks, t0);
-}
-
-StatusOr<LoadResult> CudaLoader::LoadSlices(
-    const Checkpoint& ckpt, std::span<const TensorRequest> requests,
-    const LoadCallbacks& callbacks) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto t0 = Clock::now();
-  WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> sels,
-                      ResolveRequests(ckpt, requests));
-  return LoadSelections(ckpt, std::move(sels), callbacks, t0);
-}
-
-StatusOr<LoadResult> CudaLoader::LoadSelections(
-    const Checkpoint& ckpt, std::vector<TensorSelection> sels,
-    const LoadCallbacks& callbacks, Clock::time_point t0) {
-  WL_RETURN_IF_ERROR(UseDevice(device_));
-  LoadResult result;
-  LoadReport& report = result.report;
-  FillReportHeader(&report);
-
-  // ---- One device allocation for the whole load, tensors 256-aligned.
-  auto t_alloc = Clock::now();
+StatusOr<Allocation> CudaTarget::Allocate(const Checkpoint&,
+                                          std::span<const TensorSelection> sels,
+                                          const std::vector<OpenedFile>&,
+                                          LoadReport* report) {
+  // One device allocation for the whole load, tensors 256-aligned.
+  const auto t = Clock::now();
   std::vector<uint64_t> sizes;
   sizes.reserve(sels.size());
   for (const TensorSelection& s : sels) sizes.push_back(s.bytes);
   WL_ASSIGN_OR_RETURN(DeviceLayout layout, LayOutOnDevice(sizes));
-  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> owner,
-                      AllocateLayout(device_, layout));
-  auto* base = static_cast<std::byte*>(owner.get());
-  report.alloc_seconds = SecondsSince(t_alloc);
-  report.device_bytes = layout.total;
-  if (hooks_.after_alloc) hooks_.after_alloc(base, layout.total);
-
-  std::vector<uintptr_t> dst(sels.size());
-  for (size_t r = 0; r < sels.size(); ++r) {
-    dst[r] = reinterpret_cast<uintptr_t>(base) + layout.offsets[r];
+  Allocation a;
+  WL_ASSIGN_OR_RETURN(a.owner, AllocateLayout(device_, layout));
+  report->alloc_seconds = SecondsSince(t);
+  report->device_bytes = layout.total;
+  auto* base = static_cast<std::byte*>(a.owner.get());
+  if (after_alloc_) after_alloc_(base, layout.total);
+  a.dsts.resize(sels.size());
+  for (size_t k = 0; k < sels.size(); ++k) {
+    a.dsts[k] = reinterpret_cast<uintptr_t>(base) + layout.offsets[k];
   }
-  Job job(ckpt, std::move(sels), std::move(dst), callbacks,
-          layout.tensor_bytes);
-  Status s = Run(job, &report);
-  if (!s.ok()) return s;  // OWNER frees the device memory here
-
-  result.tensors = MakeLoadedSelections(ckpt, job.selections, options_.device,
-                                        job.dst, owner);
-  report.tensors = job.selections.size();
-  report.seconds = SecondsSince(t0) + report.setup_seconds;
-  return result;
+  return a;
 }
 
-Status CudaLoader::LoadInto(const Checkpoint& ckpt,
-                            std::span<const Destination> dests,
-                            LoadReport* report_out,
-                            const LoadCallbacks& callbacks) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto t0 = Clock::now();
-  WL_ASSIGN_OR_RETURN(std::vector<uint32_t> idx,
-                      ResolveDestinations(ckpt, dests));
-  WL_RETURN_IF_ERROR(UseDevice(device_));
-  WL_RETURN_IF_ERROR(CheckDeviceDestinations(dests, device_));
-  LoadReport local;
-  LoadReport& report = report_out ? *report_out : local;
-  report = LoadReport{};
-  FillReportHeader(&report);
-  std::vector<uintptr_t> dst(idx.size());
-  uint64_t total = 0;
-  for (size_t r = 0; r < idx.size(); ++r) {
-    dst[r] = reinterpret_cast<uintptr_t>(dests[r].data);
-    total += dests[r].size;
+StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
+                                    const std::vector<bool>& needed,
+                                    const std::vector<OpenedFile>& opened,
+                                    LoadReport* report) {
+  auto choices = std::make_shared<std::vector<FileChoice>>();
+  WL_ASSIGN_OR_RETURN(*choices, ChoosePaths(ckpt, options_, needed, opened,
+                                            host_register_, report));
+  Routing routing;
+  routing.files.resize(ckpt.files().size());
+  // Routes in the order they run: GDS, host-register, staging.
+  constexpr int kGds = 0, kHostRegister = 1, kStaging = 2;
+  struct Route routes[3];
+  routes[kGds].sink = &*gds_;
+  routes[kGds].plan.chunk_bytes = config_.slot_bytes;  // one cuFileRead
+  routes[kGds].plan.direct_min_bytes = 0;
+  routes[kGds].strided = false;  // no staging to place a stride from
+  routes[kHostRegister].sink = &*host_register_sink_;
+  routes[kHostRegister].plan.chunk_bytes = config_.piece_bytes;
+  routes[kHostRegister].plan.direct_min_bytes = UINT64_MAX;
+  routes[kStaging].sink = &*staging_;
+  // Every aligned read span within a slot, or less for a small load (one
+  // slice) so that it spreads over every worker.
+  routes[kStaging].plan.chunk_bytes = config_.slot_bytes;
+  routes[kStaging].plan.direct_min_bytes = UINT64_MAX;
+  routes[kStaging].spread_alignment = kPageBytes;
+  int index[3] = {-1, -1, -1};
+  std::vector<const GdsFile*> gds_files(choices->size(), nullptr);
+  std::vector<const Mapping*> mappings(choices->size(), nullptr);
+  for (size_t i = 0; i < choices->size(); ++i) {
+    const FileChoice& fc = (*choices)[i];
+    FileRoute& fr = routing.files[i];
+    fr.plan.size = ckpt.files()[i].size;
+    fr.plan.allow_direct = false;
+    if (!fc.needed) continue;
+    int kind = kStaging;
+    switch (fc.path) {
+      case TransferPath::kStaging:
+        fr.plan.alignment = fc.file->alignment();
+        fr.granularity = fr.plan.alignment;
+        break;
+      case TransferPath::kHostRegister:
+        // Copies straight from the mapped file, registered in pages.
+        kind = kHostRegister;
+        fr.plan.alignment = kPageBytes;
+        fr.granularity = kPageBytes;
+        mappings[i] = &fc.mapping;
+        break;
+      case TransferPath::kGds:
+        // cuFile takes any offset; slices' row runs are costed in pages.
+        kind = kGds;
+        fr.plan.alignment = 1;
+        fr.plan.allow_direct = true;
+        fr.granularity = kPageBytes;
+        gds_files[i] = &fc.gds;
+        break;
+    }
+    if (index[kind] < 0) index[kind] = -2;  // used; numbered below
+    fr.file = fc.file;
+    fr.route = kind;
+    fr.report_index = fc.report_index;
   }
-  Job job(ckpt, WholeTensors(ckpt, idx), std::move(dst), callbacks, total);
-  WL_RETURN_IF_ERROR(Run(job, &report));
-  report.tensors = idx.size();
-  report.seconds = SecondsSince(t0) + report.setup_seconds;
-  return Status::OK();
+  for (int kind = 0; kind < 3; ++kind) {
+    if (index[kind] == -1) continue;
+    index[kind] = static_cast<int>(routing.routes.size());
+    routing.routes.push_back(routes[kind]);
+  }
+  for (FileRoute& fr : routing.files) {
+    if (fr.route >= 0) fr.route = index[fr.route];
+  }
+  gds_->UseFiles(std::move(gds_files));
+  host_register_sink_->UseMappings(std::move(mappings));
+  routing.state = std::move(choices);  // deregistered, unmapped at the end
+  return routing;
 }
 
 }  // namespace
@@ -302,7 +243,12 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
         "CreateCudaLoader needs a cuda device, got " +
         options.device.ToString());
   }
-  return CudaLoader::Create(options, std::move(hooks));
+  const auto t = Clock::now();
+  auto target =
+      std::make_unique<CudaTarget>(options, std::move(hooks.after_alloc));
+  WL_RETURN_IF_ERROR(target->Init());
+  return MakeLoader(options, std::move(target), std::move(hooks.wrap_file),
+                    SecondsSince(t));
 }
 
 }  // namespace weightlift::internal

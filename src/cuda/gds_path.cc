@@ -1,7 +1,6 @@
 #include "cuda/gds_path.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <utility>
 #include <vector>
@@ -43,45 +42,32 @@ void GdsFile::Reset() {
   direct_.reset();
 }
 
-uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes) {
-  return static_cast<uint32_t>((size + unit_bytes - 1) / unit_bytes);
+Status GdsSink::BeginWorker(int) { return UseDevice(device_); }
+
+Status GdsSink::ReadDirect(int, File& file, const ReadChunk& c) {
+  const GdsFile* gf = c.file < files_.size() ? files_[c.file] : nullptr;
+  if (gf == nullptr) {
+    return Status::Internal("GDS: file '" + file.path() +
+                            "' is not registered with cuFile");
+  }
+  const uint64_t rows = std::max<uint64_t>(c.rows, 1);
+  const uint64_t width = c.length / rows;
+  for (uint64_t r = 0; r < rows; ++r) {
+    WL_RETURN_IF_ERROR(gf->lib()->Read(
+        gf->handle(), reinterpret_cast<void*>(c.direct_dst + r * width), width,
+        c.offset + r * c.pitch, file.path()));
+  }
+  return Status::OK();
 }
 
-Status RunGds(Job& job, std::span<const Segment> segments,
-              std::span<const GdsFile* const> files, uint64_t unit_bytes,
-              int device, ThreadPool& pool) {
-  struct Unit {
-    uint32_t file, r;
-    uint64_t offset, length;
-    uintptr_t dst;
-  };
-  std::vector<Unit> units;
-  for (const Segment& s : segments) {
-    if (!files[s.file] || s.length == 0) continue;
-    for (uint64_t o = 0; o < s.length; o += unit_bytes) {
-      uint64_t len = std::min<uint64_t>(unit_bytes, s.length - o);
-      units.push_back({s.file, s.tensor, s.file_offset + o, len, s.dst + o});
-    }
-  }
-  if (units.empty()) return Status::OK();
-  std::atomic<size_t> next{0};
-  auto worker = [&](int) {
-    if (Status s = UseDevice(device); !s.ok()) return job.Fail(s);
-    while (!job.failed.load(std::memory_order_relaxed)) {
-      size_t i = next.fetch_add(1);
-      if (i >= units.size()) break;
-      const Unit& u = units[i];
-      const GdsFile& gf = *files[u.file];
-      Status s =
-          gf.lib()->Read(gf.handle(), reinterpret_cast<void*>(u.dst), u.length,
-                         u.offset, job.ckpt->files()[u.file].path);
-      if (!s.ok()) return job.Fail(s);
-      job.Delivered(u.r, u.length);  // cuFileRead is synchronous
-    }
-  };
-  pool.Run(worker,
-           static_cast<int>(std::min<size_t>(pool.size(), units.size())));
-  return Status::OK();
+StatusOr<SinkSlot> GdsSink::AcquireSlot(int, const ReadChunk& c,
+                                        CompletionTracker&) {
+  return Status::Internal("GDS reads straight to the device; chunk at offset " +
+                          std::to_string(c.offset) + " is not direct");
+}
+
+Status GdsSink::Deliver(int, const ReadChunk&, SinkSlot, CompletionTracker&) {
+  return Status::Internal("GDS has no staging slots");
 }
 
 }  // namespace weightlift::internal

@@ -1,17 +1,20 @@
-// The GDS path: cuFileRead straight from the file into device memory, one
-// read of at most unit_bytes per piece, synchronous, on the worker threads.
-// Used only where the driver has a real direct path (see path_choice.h).
+// The GDS path: cuFileRead straight from the file into device memory. A
+// GdsFile is one file registered with cuFile; GdsSink is the sink whose
+// direct chunks (plain ranges of at most a staging slot, planned like any
+// other route) it reads itself, synchronously, on the worker threads. Used
+// where the driver has a real direct path, or in cuFile's compatibility
+// mode when asked for (see path_choice.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cuda/cufile_lib.h"
-#include "cuda/load_job.h"
 #include "env/file.h"
-#include "exec/thread_pool.h"
+#include "exec/sink.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -41,16 +44,30 @@ class GdsFile {
   CuFileHandle handle_ = nullptr;
 };
 
-// How many GDS reads (= Delivered calls) a segment of SIZE bytes takes.
-uint32_t GdsPieces(uint64_t size, uint64_t unit_bytes);
+class GdsSink final : public Sink {
+ public:
+  explicit GdsSink(int device) : device_(device) {}
 
-// Reads SEGMENTS (plain ranges, rows == 1: GDS has no staging to place a
-// strided copy from) of files with FILES[file] != null straight into device
-// memory, in reads of at most UNIT_BYTES (see GdsPieces), on min(pool.size(),
-// reads) workers. Errors go to job.Fail; returns an error only when
-// libcufile is unusable.
-Status RunGds(Job& job, std::span<const Segment> segments,
-              std::span<const GdsFile* const> files, uint64_t unit_bytes,
-              int device, ThreadPool& pool);
+  // The load's registrations: FILES[f] reads checkpoint file f (null where
+  // this sink does not read f). They must outlive the load's run.
+  void UseFiles(std::vector<const GdsFile*> files) {
+    files_ = std::move(files);
+  }
+
+  // Direct chunks only: GDS has no staging to copy from.
+  uint64_t slot_bytes() const override { return 0; }
+  Status BeginWorker(int worker) override;
+  // cuFileRead of C (each run of a gather chunk) into device memory.
+  Status ReadDirect(int worker, File& file, const ReadChunk& c) override;
+  StatusOr<SinkSlot> AcquireSlot(int worker, const ReadChunk& c,
+                                 CompletionTracker& done) override;
+  Status Deliver(int worker, const ReadChunk& c, SinkSlot slot,
+                 CompletionTracker& done) override;
+  void Abandon(int, SinkSlot) override {}
+
+ private:
+  int device_;
+  std::vector<const GdsFile*> files_;
+};
 
 }  // namespace weightlift::internal

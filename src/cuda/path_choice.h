@@ -1,4 +1,5 @@
-// Which of the three transfer paths serves each file of a load, and why.
+// Which of the three transfer paths (sinks) serves each file of a load, and
+// why.
 //
 // GDS first, only where the driver has a real direct path (nvidia-fs loaded)
 // and, in auto mode, only for files not resident in the page cache; then
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "cuda/gds_path.h"
-#include "cuda/host_register_pipeline.h"
+#include "cuda/host_register_sink.h"
 #include "env/file.h"
 #include "exec/open_files.h"
 #include "weightlift/checkpoint.h"

@@ -141,7 +141,7 @@ class BatchReads {
   }
   BatchReads(const BatchReads&) = delete;
   BatchReads& operator=(const BatchReads&) = delete;
-  ~BatchReads() { Join(); }
+  ~BatchReads() { static_cast<void>(Join()); }  // the status was reported
   Status Join() {
     if (thread_.joinable()) thread_.join();
     return status_;
@@ -328,7 +328,8 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
                         "read its bytes of batch " + std::to_string(b));
     if (s.ok()) s = internal::RunBatch(plan, tensors, b, buffers, group);
     if (!s.ok()) {
-      if (pending) pending->Join();
+      // This batch's error wins; the next batch's reads only must end.
+      if (pending) static_cast<void>(pending->Join());
       group.Retain(memory);
       return s;
     }

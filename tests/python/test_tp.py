@@ -162,6 +162,13 @@ def test_entry_points_take_the_same_keywords(ckpt, tmp_path):
     assert all(torch.equal(got[n], want[n]) for n in want)
 
 
+def test_load_checkpoint_knows_every_tp_keyword():
+    # load_checkpoint imports _tp only when one of these is given; a keyword
+    # added to _tp but not there would be passed on as an unknown option.
+    from weightlift import _tp
+    assert weightlift._TP_KEYWORDS == _tp.TP_KEYWORDS
+
+
 def test_iter_tensors_yields_parts_as_batches_land(ckpt, monkeypatch):
     """iter_tensors in slice mode hands out the first batch's parts while
     later batches are not read yet, in checkpoint order, bit-exact; a
