@@ -37,7 +37,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   if (read_bytes && *read_bytes < kSmallReadBytes &&
       *read_bytes < ckpt.files()[i].size / 2) {
     out.file = std::move(buffered);
-    out.report.path_taken = "pread";
+    out.report.path_taken = BackendName(Backend::kPread);
     out.report.reason = "small read (" + std::to_string(*read_bytes) + " of " +
                         std::to_string(ckpt.files()[i].size) +
                         " bytes): buffered pread, residency not sampled";
@@ -51,7 +51,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
           std::to_string(residency->windows) + " samples)";
     if (residency->fraction >= options.resident_threshold) {
       out.file = std::move(buffered);
-      out.report.path_taken = "pread";
+      out.report.path_taken = BackendName(Backend::kPread);
       out.report.reason = why + ": buffered pread";
       return out;
     }
@@ -61,7 +61,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   auto uring = OpenForLoad(ckpt, i, Backend::kUring, io);
   if (uring.ok()) {
     out.file = std::move(*uring);
-    out.report.path_taken = "uring";
+    out.report.path_taken = BackendName(Backend::kUring);
     out.report.reason =
         why + ": O_DIRECT io_uring QD" + std::to_string(options.queue_depth);
     return out;
@@ -70,7 +70,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   auto direct = OpenForLoad(ckpt, i, Backend::kDirect, io);
   if (direct.ok()) {
     out.file = std::move(*direct);
-    out.report.path_taken = "direct";
+    out.report.path_taken = BackendName(Backend::kDirect);
     out.report.reason = why + ": O_DIRECT pread (io_uring unavailable)";
     if (notes)
       notes->push_back(name + ": io_uring unavailable (" + uring_why +
@@ -81,7 +81,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
     return direct.status();
   }
   out.file = std::move(buffered);
-  out.report.path_taken = "pread";
+  out.report.path_taken = BackendName(Backend::kPread);
   out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
   if (notes)
     notes->push_back(name + ": O_DIRECT unavailable (" +
