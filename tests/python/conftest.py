@@ -93,6 +93,14 @@ def raw_bytes(t):
     return t.reshape(-1).view(torch.uint8)
 
 
+def storage_nbytes(t):
+    """Bytes of the storage tensor T views (how much memory it keeps alive):
+    untyped_storage() on torch 2.x, storage() on Debian's torch 1.13."""
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage().nbytes()
+    return t.storage().nbytes()
+
+
 def write_raw(path, entries, metadata=None, header_pad=True):
     """Writes a safetensors file by hand: ENTRIES is [(name, dtype, shape,
     bytes)] laid out in that order. For dtypes the writers lack (F6, FNUZ)

@@ -7,7 +7,7 @@ import safetensors
 import safetensors.torch
 import torch
 from conftest import (errors_in_threads, needs_cuda, random_tensor, raw_bytes,
-                      torch_dtypes)
+                      storage_nbytes, torch_dtypes)
 
 import weightlift
 import weightlift.torch
@@ -85,7 +85,7 @@ def test_get_slice_cuda_row_ranges_read_only_their_rows(every_dtype,
         for k in keys:
             got = f.get_slice(k)[index]
             _same(got, want[k], k)
-            assert got.untyped_storage().nbytes() == want[k].nbytes, k
+            assert storage_nbytes(got) == want[k].nbytes, k
 
 
 def test_cuda_tensors_outlive_loader_and_free(tmp_path):
