@@ -1,7 +1,7 @@
 """Host loads against the disk's and the page cache's limits, in one run.
 
     python3 bench/host_disk_limit.py FILE [--rounds 2] [--out DIR]
-        [--weightlift build/weightlift]
+        [--weightlift build/weightlift] [--baseline NAME=BINARY ...]
 
 Cold: `weightlift load --cold FILE` (pages evicted first, a fresh process,
 the report's whole load call) against fio reading the same file with
@@ -12,12 +12,16 @@ fresh Python process that reads the file into fresh anonymous memory
 back to back, alternating which goes first; the best of the rounds is
 compared (ratios >= 0.9 are issue 10's bar). The load average before and
 after is printed: on a shared machine the numbers move with it.
+--baseline adds another weightlift binary (e.g. one built from an earlier
+commit) to both groups, as rows "cold NAME" and "warm NAME": an A/B of a
+change in the same run. With more than two in a group the order rotates.
 Needs fio (the Makefile's APT_PACKAGES) and posix_fadvise.
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -78,52 +82,66 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--weightlift", default="build/weightlift")
     ap.add_argument("--out", help="folder for results.json and the log")
+    ap.add_argument("--baseline", action="append", default=[],
+                    metavar="NAME=BINARY",
+                    help="another weightlift binary to compare, in both groups")
     a = ap.parse_args()
+    baselines = dict(b.split("=", 1) for b in a.baseline)
     size = os.path.getsize(a.file)
     load_before = os.getloadavg()
     print(f"file {a.file}: {size / 1e9:.2f} GB; {os.cpu_count()} cpus; "
           f"load average {load_before[0]:.2f} {load_before[1]:.2f} "
           f"{load_before[2]:.2f}", flush=True)
     rows = {"fio": [], "cold": [], "fresh_read": [], "warm": []}
+    for n in baselines:
+        rows["cold " + n] = []
+        rows["warm " + n] = []
     reports = []
+
+    def weightlift_row(binary, cold):
+        g, rep = weightlift_gbps(binary, a.file, cold=cold)
+        reports.append(rep)
+        return g
+
+    measure = {"fio": lambda: fio_gbps(a.file, size),
+               "cold": lambda: weightlift_row(a.weightlift, True),
+               "fresh_read": lambda: fresh_read_gbps(a.file),
+               "warm": lambda: weightlift_row(a.weightlift, False)}
+    for n, binary in baselines.items():
+        measure["cold " + n] = lambda b=binary: weightlift_row(b, True)
+        measure["warm " + n] = lambda b=binary: weightlift_row(b, False)
+    cold_group = ("fio", "cold") + tuple("cold " + n for n in baselines)
+    warm_group = ("fresh_read", "warm") + tuple("warm " + n for n in baselines)
+    # Each round: the cold group (the file evicted before each run), then
+    # the warm group (the file read into the page cache once), each group
+    # back to back, rotating which goes first (alternating for a pair).
     for r in range(a.rounds):
-        # Cold pair, alternating which goes first.
-        order = ["fio", "cold"] if r % 2 == 0 else ["cold", "fio"]
-        for what in order:
-            evict(a.file)
-            if what == "fio":
-                rows["fio"].append(fio_gbps(a.file, size))
-            else:
-                g, rep = weightlift_gbps(a.weightlift, a.file, cold=True)
-                rows["cold"].append(g)
-                reports.append(rep)
-            print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
-                  flush=True)
-        # Warm pair.
-        warm_up(a.file)
-        order = ["fresh_read", "warm"] if r % 2 == 0 else ["warm",
-                                                          "fresh_read"]
-        for what in order:
-            if what == "fresh_read":
-                rows["fresh_read"].append(fresh_read_gbps(a.file))
-            else:
-                g, rep = weightlift_gbps(a.weightlift, a.file, cold=False)
-                rows["warm"].append(g)
-                reports.append(rep)
-            print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
-                  flush=True)
+        for group, cold in ((cold_group, True), (warm_group, False)):
+            if not cold:
+                warm_up(a.file)
+            k = r % len(group)
+            for what in group[k:] + group[:k]:
+                if cold:
+                    evict(a.file)
+                rows[what].append(measure[what]())
+                print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
+                      flush=True)
     load_after = os.getloadavg()
     best = {k: max(v) for k, v in rows.items()}
     cold_ratio = best["cold"] / best["fio"]
     warm_ratio = best["warm"] / best["fresh_read"]
     print()
-    print(f"{'':34}{'best GB/s':>10}  rounds")
+    print(f"{'':34}{'best GB/s':>10}{'median':>8}  rounds")
     names = {"fio": "fio io_uring O_DIRECT qd16 8M",
              "cold": "weightlift load --cold",
              "fresh_read": "fresh process f.read() (warm)",
              "warm": "weightlift load (warm)"}
-    for k in ("fio", "cold", "fresh_read", "warm"):
-        print(f"{names[k]:34}{best[k]:10.3f}  "
+    for n in baselines:
+        names["cold " + n] = f"  {n}: load --cold"
+        names["warm " + n] = f"  {n}: load (warm)"
+    for k in cold_group + warm_group:
+        med = statistics.median(rows[k])
+        print(f"{names[k]:34}{best[k]:10.3f}{med:8.3f}  "
               + " ".join(f"{v:.3f}" for v in rows[k]))
     print(f"cold: weightlift / fio = {cold_ratio:.2f} (bar 0.90: "
           f"{'met' if cold_ratio >= 0.9 else 'NOT met'})")
@@ -135,6 +153,7 @@ def main():
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "results.json"), "w") as f:
             json.dump({"file": a.file, "bytes": size, "rounds": rows,
+                       "weightlift": a.weightlift, "baselines": baselines,
                        "best": best, "cold_ratio": cold_ratio,
                        "warm_ratio": warm_ratio,
                        "loadavg_before": load_before,

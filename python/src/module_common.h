@@ -1,13 +1,16 @@
-// What the binding files of weightlift._native share (module.cc defines
-// them): raising a Status as the package's exception, exporting bytes to
-// Python, the report and options dicts, the Checkpoint wrapper.
+// What the binding files of weightlift._native share (module_common.cc
+// defines them): raising a Status as the package's exception, exporting bytes
+// to Python, the report and options dicts, the Checkpoint wrapper.
 #pragma once
 
 #include <nanobind/nanobind.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -18,6 +21,10 @@
 namespace weightlift::python {
 
 namespace nb = nanobind;
+
+// weightlift._errors.from_status(code_name, rule_name_or_None, message),
+// installed once at import; Raise calls it to build the exception.
+nb::object& ErrorFactory();
 
 // Raises STATUS as the exception weightlift._errors.from_status builds.
 [[noreturn]] void Raise(const Status& status);
@@ -35,8 +42,19 @@ T ValueOrRaise(StatusOr<T> v) {
 nb::object ExportBytes(void* data, uint64_t size, const Device& device,
                        std::shared_ptr<void> owner, bool as_memoryview);
 
+// How many exported buffers Python still holds (tests read it to prove
+// memory is released when the last view dies).
+int64_t LiveExportedBuffers();
+
+nb::tuple ShapeTuple(const std::vector<uint64_t>& shape);
+nb::dict MetadataDict(const std::map<std::string, std::string>& m);
+
 // The report as the dict weightlift.report.LoadReport takes.
 nb::dict ReportDict(const LoadReport& r);
+
+// LoadOptions by SetLoadOption's knob names (the keys of the report's
+// "options" in LoadReport::ToJson), sizes in bytes.
+nb::dict OptionsDict(const LoadOptions& o);
 
 // LoadOptions from a dict of SetLoadOption knob names -> text.
 LoadOptions OptionsFromDict(const nb::dict& d);

@@ -90,8 +90,13 @@ Status CudaTarget::Init() {
     return Status::Unsupported("host_register=on: " + host_register_.why);
   }
 
-  WL_ASSIGN_OR_RETURN(PinnedBuffer ring,
-                      PinnedBuffer::Allocate(config_.ring_bytes()));
+  // The ring is reserved here and pinned by the workers, each its own
+  // part as it starts its first load (StagingSink::BeginWorker): the
+  // pinning runs on every worker at once and overlaps the first
+  // transfers instead of preceding them (see PinnedBuffer::Reserve).
+  WL_ASSIGN_OR_RETURN(
+      PinnedBuffer ring,
+      PinnedBuffer::Reserve(config_.ring_bytes(), config_.threads));
   streams_.assign(config_.streams, nullptr);
   for (auto& s : streams_) {
     WL_RETURN_IF_ERROR(CudaStatus(

@@ -1,6 +1,8 @@
 #include "cuda/cuda_util.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 namespace weightlift::internal {
@@ -76,17 +78,79 @@ StatusOr<PinnedBuffer> PinnedBuffer::Allocate(uint64_t bytes) {
   return b;
 }
 
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    if (data_) cudaFreeHost(data_);
-    data_ = std::exchange(o.data_, nullptr);
-    size_ = std::exchange(o.size_, 0);
-  }
-  return *this;
+StatusOr<PinnedBuffer> PinnedBuffer::Reserve(uint64_t bytes, int parts) {
+  PinnedBuffer b;
+  if (bytes == 0) return b;
+  WL_ASSIGN_OR_RETURN(b.mapping_,
+                      Mapping::Anonymous(bytes, "pinned staging memory", true));
+  const uint64_t page = 4096;
+  const uint64_t n = static_cast<uint64_t>(std::max(parts, 1));
+  b.part_bytes_ = (bytes / n + page - 1) / page * page;
+  b.pinned_.assign(n, 0);
+  b.data_ = b.mapping_.data();
+  b.size_ = bytes;
+  return b;
 }
 
-PinnedBuffer::~PinnedBuffer() {
-  if (data_) cudaFreeHost(data_);
+Status PinnedBuffer::PinPart(int part, int device) {
+  if (part_pinned(part)) return Status::OK();
+  if (part < 0 || static_cast<size_t>(part) >= pinned_.size()) {
+    return Status::Internal("pinned part " + std::to_string(part) + " of " +
+                            std::to_string(pinned_.size()));
+  }
+  const uint64_t at = static_cast<uint64_t>(part) * part_bytes_;
+  if (at >= size_) {
+    pinned_[part] = 1;  // an empty last part
+    return Status::OK();
+  }
+  const uint64_t len = std::min(part_bytes_, size_ - at);
+  WL_RETURN_IF_ERROR(UseDevice(device));
+  std::byte* p = data_ + at;
+  // Touch first (this thread's first touch: its own NUMA node, zeroed
+  // pages in place), so that registering only pins pages already there.
+  std::memset(p, 0, len);
+  cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterDefault);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    Status st =
+        CudaStatus(e, "cudaHostRegister of " + FormatBytes(len) + " (part " +
+                          std::to_string(part + 1) + " of " +
+                          std::to_string(pinned_.size()) + " of " +
+                          FormatBytes(size_) + " pinned staging memory)");
+    return e == cudaErrorMemoryAllocation
+               ? Status::ResourceExhausted(st.message())
+               : st;
+  }
+  pinned_[part] = 1;
+  return Status::OK();
+}
+
+void PinnedBuffer::Reset() {
+  if (!mapping_.empty()) {
+    for (size_t k = 0; k < pinned_.size(); ++k) {
+      const uint64_t at = k * part_bytes_;
+      if (pinned_[k] && at < size_) cudaHostUnregister(data_ + at);
+    }
+    pinned_.clear();
+    mapping_.Reset();
+  } else if (data_) {
+    cudaFreeHost(data_);
+  }
+  data_ = nullptr;
+  size_ = 0;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    mapping_ = std::move(o.mapping_);
+    part_bytes_ = std::exchange(o.part_bytes_, 0);
+    pinned_ = std::move(o.pinned_);
+    o.pinned_.clear();
+  }
+  return *this;
 }
 
 // ---------------------------------------------------------------- Device

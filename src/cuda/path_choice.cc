@@ -38,12 +38,14 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     if (fr.path.empty()) fr.path = fi.path;
     bool ramfs = OnMemoryFileSystem(*fp.file);
     double frac = opened[i].resident_fraction;
-    if (frac < 0 && !ramfs) {  // backend named explicitly: not sampled yet
+    const bool small = opened[i].small_read;  // sampling would cost more
+    if (frac < 0 && !ramfs && !small) {       // backend named explicitly
       if (auto r = SampleResidency(*fp.file); r.ok()) frac = r->fraction;
     }
     bool resident = ramfs || frac >= options.resident_threshold;
     std::string residency =
         ramfs      ? "file on tmpfs/ramfs (always resident)"
+        : small    ? "a small read, residency not sampled"
         : frac < 0 ? "residency not sampled"
                    : "pages " + Percent(frac) + " resident (sampled)";
 
@@ -65,6 +67,8 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
                                    "(/proc/driver/nvidia-fs absent); cuFile "
                                    "would only run in compatibility mode");
       }
+    } else if (options.gds == GdsMode::kAuto && small) {
+      gds_why = "GDS not used: " + residency + ", read buffered";
     } else if (options.gds == GdsMode::kAuto && resident) {
       gds_why = "GDS not used: " + residency + ", the page cache is faster";
     } else {
@@ -106,6 +110,8 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
         hr_why = "host_register=on";
       } else if (options.host_register == HostRegisterMode::kOff) {
         hr_why = "host_register=off";
+      } else if (small) {
+        hr_why = "a small read, so not host-register";
       } else if (!resident) {
         hr_why = "not resident, so not host-register";
       } else if (!host_register.ok) {

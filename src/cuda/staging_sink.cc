@@ -36,7 +36,10 @@ Status StagingSink::BeginWorker(int w) {
   Worker& wk = workers_[w];
   wk.next = 0;
   for (Slot& s : wk.slots) s.chunk = nullptr;
-  return UseDevice(device_);
+  WL_RETURN_IF_ERROR(UseDevice(device_));
+  // Worker w's slots are part w of the ring (see the constructor); the
+  // first load a worker takes part in pins it.
+  return ring_.PinPart(w, device_);
 }
 
 StatusOr<SinkSlot> StagingSink::AcquireSlot(int w, const ReadChunk&,

@@ -46,7 +46,12 @@ constexpr uint64_t kPageAlign = 4096;
 // for 4 KiB pages, and only huge pages recycled within the same process are
 // fast (about 20 GB/s). Measured: warm Load() of 3.24 GB: 3.4-3.9 GB/s on
 // 4 KiB pages, 0.8-2.4 GB/s with MADV_HUGEPAGE
-// (bench/results/host-2core-vm.md).
+// (bench/results/host-2core-vm.md). Again 2026-12-03 (bench/first_touch.py,
+// a fresh process populating 2 GiB): 1.6-2.7 GB/s on 4 KiB pages,
+// 0.36-0.97 GB/s with MADV_HUGEPAGE, 9-10 GB/s only when the same process
+// maps freed memory again (likely because the VM reports freed 8 MiB
+// blocks back to the host, page_reporting_order=11, and the host faults
+// them in again on first use).
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -74,6 +79,22 @@ class HostTarget final : public LoadTarget {
   ThreadPool& pool() override { return pool_; }
   std::span<std::byte> read_memory() const override {
     return bounce_->memory();
+  }
+  // What Allocate cannot place as in the file: small tensors and slices
+  // that are not one range, plus the partial first and last block of each
+  // tensor read in place. A whole-tensor load of large tensors passes a
+  // few KiB per tensor through the bounce pool, so registering the pool
+  // (faulting in and pinning 128 MiB: 0.07-0.2 s of a 3.2 GB cold load on
+  // the development VM) does not repay.
+  uint64_t BounceBytes(std::span<const TensorSelection> sels) const override {
+    uint64_t bytes = 0;
+    for (const TensorSelection& sel : sels) {
+      const bool in_place = sel.blocks.size() == 1 && sel.blocks[0].rows == 1 &&
+                            sel.bytes >= options_.direct_min_bytes;
+      bytes +=
+          in_place ? std::min<uint64_t>(sel.bytes, 2 * kPageAlign) : sel.bytes;
+    }
+    return bytes;
   }
   Status BeginLoad(LoadReport* report) override {
     report->staging_bytes = bounce_->total_bytes();

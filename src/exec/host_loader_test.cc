@@ -16,6 +16,7 @@
 #include "env/testing/temp_dir.h"
 #include "exec/testing/report_notes.h"
 #include "format/writer.h"
+#include "util/testing/reference_gather.h"
 #include "util/thread_count.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -403,6 +404,54 @@ TEST_F(HostLoaderTest, UringBounceReadsUseRegisteredBuffers) {
   }
 }
 
+// Load() lays large tensors out as in the file and reads them in place,
+// so only small tensors and block ends pass through the bounce pool; it is
+// registered (faulted in and pinned whole) only when that traffic reaches
+// uring_register_min_bytes, not the load's size. LoadInto's caller memory
+// may send every byte through it: there the load's size decides.
+TEST_F(HostLoaderTest, RegistersBounceMemoryOnlyForBounceTraffic) {
+  uint64_t small = 0;
+  for (const TensorInfo& t : ckpt_->tensors()) {
+    if (t.size < (64u << 10)) small += t.size;
+  }
+  ASSERT_LT(small + 3 * 8192, 4u << 20);
+  ASSERT_GT(ckpt_->total_bytes(), 4u << 20);
+  LoadOptions o = Options(Backend::kUring);
+  o.uring_register_min_bytes = 4 << 20;  // between the two
+  auto loader = CreateHostLoader(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto r = (*loader)->Load(*ckpt_);
+  if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {
+    GTEST_SKIP() << r.status().ToString();
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectExact(*r);
+  EXPECT_FALSE(testing::AnyNoteHas(r->report.notes,
+                                   {"io_uring reads into registered buffers"}))
+      << ::testing::PrintToString(r->report.notes);
+  EXPECT_TRUE(testing::AnyNoteHas(r->report.notes,
+                                  {"landed straight in the destination"}))
+      << ::testing::PrintToString(r->report.notes);
+
+  std::vector<std::byte> arena(ckpt_->total_bytes() + 64);
+  std::vector<Destination> dests;
+  uint64_t at = 3;  // odd addresses: nothing lands in place
+  for (const TensorInfo& t : ckpt_->tensors()) {
+    dests.push_back({t.name, arena.data() + at, t.size});
+    at += t.size;
+  }
+  LoadReport rep;
+  Status s = (*loader)->LoadInto(*ckpt_, dests, &rep);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const Destination& d : dests) {
+    auto want = FileBytes(d.name);
+    EXPECT_EQ(std::memcmp(d.data, want.data(), want.size()), 0) << d.name;
+  }
+  EXPECT_TRUE(testing::AnyNoteHas(rep.notes,
+                                  {"io_uring reads into registered buffers"}))
+      << ::testing::PrintToString(rep.notes);
+}
+
 TEST_F(HostLoaderTest, FileChangedSinceOpenIsIoError) {
   auto loader = CreateHostLoader(Options(Backend::kAuto));
   ASSERT_TRUE(loader.ok());
@@ -625,32 +674,6 @@ TEST_F(HostLoaderTest, ColdLoadReadsTheFileInPlace) {
   EXPECT_LE(r->report.bytes_read, data_bytes + 2 * 4096);
 }
 
-// Reference gather: numpy's basic indexing over a row-major tensor.
-std::vector<std::byte> Gather(std::span<const std::byte> tensor,
-                              const std::vector<uint64_t>& shape, int eb,
-                              const std::vector<DimSlice>& slices) {
-  std::vector<std::byte> out;
-  const size_t n = shape.size();
-  std::vector<DimSlice> s(n);
-  for (size_t i = 0; i < n; ++i) {
-    s[i] = i < slices.size() ? slices[i] : DimSlice{0, shape[i], 1};
-    if (s[i].count() == 0) return out;
-  }
-  std::vector<uint64_t> idx(n, 0);
-  while (true) {
-    uint64_t e = 0;
-    for (size_t i = 0; i < n; ++i) {
-      e = e * shape[i] + s[i].start + idx[i] * s[i].step;
-    }
-    out.insert(out.end(), tensor.begin() + e * eb,
-               tensor.begin() + (e + 1) * eb);
-    size_t d = n;
-    while (d > 0 && ++idx[d - 1] == s[d - 1].count()) idx[--d] = 0;
-    if (d == 0) break;
-  }
-  return out;
-}
-
 // Slices of real random tensors under every backend: row ranges, columns,
 // steps, ints, whole tensors and the same tensor twice, in one load, equal
 // to the reference gather of the file's bytes.
@@ -681,7 +704,8 @@ TEST_P(HostLoaderBackendTest, SlicesMatchReferenceGather) {
     const LoadedTensor& t = r->tensors[k];
     const TensorInfo& ti = *ckpt_->Find(req[k].name);
     const int eb = DTypeBits(ti.dtype) / 8;
-    const auto want = Gather(FileBytes(ti.name), ti.shape, eb, req[k].slices);
+    const auto want = testing::ReferenceGather(FileBytes(ti.name), ti.shape, eb,
+                                               req[k].slices);
     ASSERT_EQ(t.size, want.size()) << k << " " << ti.name;
     uint64_t n = static_cast<uint64_t>(eb);
     for (uint64_t d : t.shape) n *= d;
@@ -713,8 +737,8 @@ TEST_F(HostLoaderTest, SmallPartOfAFileIsReadBufferedWithoutSampling) {
   EXPECT_EQ(r->report.files[0].path_taken, "pread");
   EXPECT_NE(r->report.files[0].reason.find("small read"), std::string::npos)
       << r->report.files[0].reason;
-  const auto want = Gather(FileBytes("big.a"), a.shape, DTypeBits(a.dtype) / 8,
-                           rows[0].slices);
+  const auto want = testing::ReferenceGather(
+      FileBytes("big.a"), a.shape, DTypeBits(a.dtype) / 8, rows[0].slices);
   ASSERT_EQ(r->tensors[0].size, want.size());
   EXPECT_EQ(std::memcmp(r->tensors[0].data, want.data(), want.size()), 0);
   auto whole = (*loader)->Load(*ckpt_);

@@ -79,6 +79,15 @@ class LoadTarget {
   // The loader's long-lived read memory (bounce pool, pinned ring) that
   // io_uring files may register (MemoryToRegister).
   virtual std::span<std::byte> read_memory() const = 0;
+  // Of SELS laid out by this target's Allocate, the bytes that may pass
+  // through read_memory(): registering it with io_uring (which faults in
+  // and pins all of it) repays only for that much traffic
+  // (MemoryToRegister). By default every byte (a staging ring carries all).
+  virtual uint64_t BounceBytes(std::span<const TensorSelection> sels) const {
+    uint64_t bytes = 0;
+    for (const TensorSelection& sel : sels) bytes += sel.bytes;
+    return bytes;
+  }
 
   // Every load starts here (CUDA: makes the device current): fills what
   // the target knows (threads, staging_bytes, standing notes).

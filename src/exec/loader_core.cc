@@ -53,8 +53,11 @@ class CoreLoader final : public Loader {
                                       Clock::time_point t0);
   // The report's header and the target's start. REQUIRES mu_ held.
   Status Begin(LoadReport* report);
+  // BOUNCE_BYTES: how many of the load's bytes may pass through the
+  // target's read memory (LoadTarget::BounceBytes).
   Status Open(const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
-              std::vector<OpenedFile>* opened, LoadReport* report);
+              uint64_t bounce_bytes, std::vector<OpenedFile>* opened,
+              LoadReport* report);
   // Routes, places, plans and runs the reads of SELS into DSTS (one
   // address per selection, its bytes back to back). POPULATE: DSTS are
   // fresh host memory of ours (Populator).
@@ -83,19 +86,16 @@ Status CoreLoader::Begin(LoadReport* report) {
 
 Status CoreLoader::Open(const Checkpoint& ckpt,
                         const std::vector<TensorSelection>& sels,
-                        std::vector<OpenedFile>* opened, LoadReport* report) {
+                        uint64_t bounce_bytes, std::vector<OpenedFile>* opened,
+                        LoadReport* report) {
   const auto t = Clock::now();
-  uint64_t load_bytes = 0;
   std::vector<uint64_t> file_bytes(ckpt.files().size(), 0);
-  for (const TensorSelection& sel : sels) {
-    load_bytes += sel.bytes;
-    file_bytes[sel.file] += sel.bytes;
-  }
+  for (const TensorSelection& sel : sels) file_bytes[sel.file] += sel.bytes;
   WL_ASSIGN_OR_RETURN(
       *opened,
       OpenCheckpointFiles(ckpt, options_, FilesNeeded(ckpt, TensorsOf(sels)),
                           &report->notes,
-                          MemoryToRegister(target_->read_memory(), load_bytes,
+                          MemoryToRegister(target_->read_memory(), bounce_bytes,
                                            options_, registration_refused_),
                           file_bytes));
   WrapOpenedFiles(wrap_, opened);
@@ -199,7 +199,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     run.next_chunk = &next_chunk;
     std::optional<Populator> populator;
     if (populate && !plans[r].chunks.empty()) {
-      populator.emplace(plans[r], &next_chunk);
+      populator.emplace(plans[r], &next_chunk, Populator::DefaultThreads());
     }
     RunPlan(plans[r], files[r], *routing.routes[r].sink, target_->pool(), run,
             done, &stats);
@@ -279,7 +279,8 @@ StatusOr<LoadResult> CoreLoader::LoadSelections(
   LoadReport& report = result.report;
   WL_RETURN_IF_ERROR(Begin(&report));
   std::vector<OpenedFile> opened;
-  WL_RETURN_IF_ERROR(Open(ckpt, sels, &opened, &report));
+  WL_RETURN_IF_ERROR(
+      Open(ckpt, sels, target_->BounceBytes(sels), &opened, &report));
   WL_ASSIGN_OR_RETURN(Allocation alloc,
                       target_->Allocate(ckpt, sels, opened, &report));
   // ALLOC.owner frees the destination if the run fails.
@@ -304,7 +305,10 @@ Status CoreLoader::LoadInto(const Checkpoint& ckpt,
   WL_RETURN_IF_ERROR(target_->CheckDestinations(dests));
   const std::vector<TensorSelection> sels = WholeTensors(ckpt, tensors);
   std::vector<OpenedFile> opened;
-  WL_RETURN_IF_ERROR(Open(ckpt, sels, &opened, &report));
+  // The caller's memory: any byte may need the bounce memory.
+  uint64_t load_bytes = 0;
+  for (const TensorSelection& sel : sels) load_bytes += sel.bytes;
+  WL_RETURN_IF_ERROR(Open(ckpt, sels, load_bytes, &opened, &report));
   std::vector<uintptr_t> dsts(dests.size());
   for (size_t k = 0; k < dests.size(); ++k) {
     dsts[k] = reinterpret_cast<uintptr_t>(dests[k].data);

@@ -37,6 +37,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   if (read_bytes && *read_bytes < kSmallReadBytes &&
       *read_bytes < ckpt.files()[i].size / 2) {
     out.file = std::move(buffered);
+    out.small_read = true;
     out.report.path_taken = BackendName(Backend::kPread);
     out.report.reason = "small read (" + std::to_string(*read_bytes) + " of " +
                         std::to_string(ckpt.files()[i].size) +
@@ -172,12 +173,12 @@ void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened) {
   }
 }
 
-FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
-                              const LoadOptions& options,
+FixedBuffers MemoryToRegister(std::span<std::byte> memory,
+                              uint64_t bounce_bytes, const LoadOptions& options,
                               std::shared_ptr<std::atomic<int>> refused) {
   FixedBuffers out;
   out.refused = std::move(refused);
-  if (!memory.empty() && load_bytes >= options.uring_register_min_bytes) {
+  if (!memory.empty() && bounce_bytes >= options.uring_register_min_bytes) {
     out.regions = {memory};
   }
   return out;

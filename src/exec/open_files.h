@@ -19,6 +19,9 @@ struct OpenedFile {
   std::unique_ptr<File> file;     // null for files the load does not touch
   FileReport report;              // path_taken and reason filled in
   double resident_fraction = -1;  // sampled page-cache residency, -1 unknown
+  // The load reads a small part of this file: opened buffered, residency
+  // deliberately not sampled (see kSmallReadBytes).
+  bool small_read = false;
 };
 
 // Opens every file of CKPT for which NEEDED[i] is true with the backend that
@@ -55,11 +58,11 @@ using FileWrapper =
 // empty).
 void WrapOpenedFiles(const FileWrapper& wrap, std::vector<OpenedFile>* opened);
 
-// MEMORY, with the loader's shared refusal flag REFUSED, when a load of
-// LOAD_BYTES tensor bytes should register it with its io_uring rings
-// (OPTIONS.uring_register_min_bytes); no regions otherwise.
-FixedBuffers MemoryToRegister(std::span<std::byte> memory, uint64_t load_bytes,
-                              const LoadOptions& options,
+// MEMORY, with the loader's shared refusal flag REFUSED, when a load that
+// may pass BOUNCE_BYTES through it should register it with its io_uring
+// rings (OPTIONS.uring_register_min_bytes); no regions otherwise.
+FixedBuffers MemoryToRegister(std::span<std::byte> memory,
+                              uint64_t bounce_bytes, const LoadOptions& options,
                               std::shared_ptr<std::atomic<int>> refused);
 
 // Adds to NOTES what the opened files did beyond their names: for each

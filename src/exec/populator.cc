@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <system_error>
 
 #ifndef MADV_POPULATE_WRITE
@@ -14,42 +13,58 @@
 namespace weightlift::internal {
 namespace {
 constexpr uintptr_t kPage = 4096;
+constexpr uintptr_t kPiece = uintptr_t{4} << 20;
+}  // namespace
+
+Populator::Populator(const Plan& plan, std::atomic<size_t>* next_chunk,
+                     int threads)
+    : next_chunk_(next_chunk) {
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    for (const Scatter& sc : plan.chunks[i].scatters) {
+      const uintptr_t lo = sc.dst / kPage * kPage;
+      const uintptr_t hi = (sc.dst + sc.bytes() + kPage - 1) / kPage * kPage;
+      for (uintptr_t p = lo; p < hi; p += kPiece) {
+        pieces_.push_back(Piece{p, std::min(p + kPiece, hi), i});
+      }
+    }
+  }
+  threads = std::max(threads, 1);
+  for (int t = 0; t < threads; ++t) {
+    try {
+      threads_.emplace_back([this] { Loop(); });
+    } catch (const std::system_error&) {
+      break;  // fewer populating threads; readers fault the rest themselves
+    }
+  }
 }
 
-Populator::Populator(const Plan& plan, std::atomic<size_t>* next_chunk)
-    : plan_(plan), next_chunk_(next_chunk) {
-  try {
-    thread_ = std::thread([this] { Loop(); });
-  } catch (const std::system_error& e) {
-    refused_ = e.code().value();  // readers fault pages in themselves
-  }
+int Populator::DefaultThreads() {
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(hw / 8, 1, 4);
 }
 
 int Populator::Finish() {
   stop_.store(true, std::memory_order_relaxed);
-  if (thread_.joinable()) thread_.join();
-  return refused_;
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  return refused_.load(std::memory_order_relaxed);
 }
 
 void Populator::Loop() {
-  constexpr uintptr_t kPiece = uintptr_t{4} << 20;
-  for (size_t i = 0; i < plan_.chunks.size(); ++i) {
-    // Chunks the workers already took are being written by them.
-    i = std::max(i, next_chunk_->load(std::memory_order_relaxed));
-    if (i >= plan_.chunks.size()) return;
-    const ReadChunk& c = plan_.chunks[i];
-    for (const Scatter& sc : c.scatters) {
-      const uintptr_t lo = sc.dst / kPage * kPage;
-      const uintptr_t hi = (sc.dst + sc.bytes() + kPage - 1) / kPage * kPage;
-      for (uintptr_t p = lo; p < hi; p += kPiece) {
-        if (stop_.load(std::memory_order_relaxed)) return;
-        if (::madvise(reinterpret_cast<void*>(p), std::min(kPiece, hi - p),
-                      MADV_POPULATE_WRITE) != 0 &&
-            errno != EINTR && errno != EAGAIN) {
-          refused_ = errno;
-          return;
-        }
-      }
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const size_t k = next_piece_.fetch_add(1, std::memory_order_relaxed);
+    if (k >= pieces_.size()) return;
+    const Piece& pc = pieces_[k];
+    // Chunks the workers already took are being written by them (and
+    // faulted in by their reads).
+    if (pc.chunk < next_chunk_->load(std::memory_order_relaxed)) continue;
+    if (::madvise(reinterpret_cast<void*>(pc.lo), pc.hi - pc.lo,
+                  MADV_POPULATE_WRITE) != 0 &&
+        errno != EINTR && errno != EAGAIN) {
+      refused_.store(errno, std::memory_order_relaxed);
+      stop_.store(true, std::memory_order_relaxed);
+      return;
     }
   }
 }

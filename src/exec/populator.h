@@ -6,11 +6,17 @@
 // here it overlaps the storage reads instead of stalling a reader in the
 // middle of its memcpy or DMA. Stops at the first refusal (EINVAL before
 // Linux 5.14): readers then fault pages in themselves, as without it.
+//
+// Several threads: on a large machine one populating thread's first touch
+// is slower than its NVMe, so THREADS threads (DefaultThreads) take 4 MiB
+// pieces in plan order from one cursor. Not huge pages: see host_loader.cc.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <thread>
+#include <vector>
 
 #include "plan/plan.h"
 
@@ -18,24 +24,39 @@ namespace weightlift::internal {
 
 class Populator {
  public:
-  // Starts the thread over PLAN's host destinations; NEXT_CHUNK is the
-  // executor's (RunOptions::next_chunk). Both must outlive Finish.
-  Populator(const Plan& plan, std::atomic<size_t>* next_chunk);
+  // Starts THREADS (>= 1) threads over PLAN's host destinations;
+  // NEXT_CHUNK is the executor's (RunOptions::next_chunk). Both must
+  // outlive Finish.
+  Populator(const Plan& plan, std::atomic<size_t>* next_chunk, int threads);
   ~Populator() { (void)Finish(); }
   Populator(const Populator&) = delete;
   Populator& operator=(const Populator&) = delete;
-  // Stops and joins the thread; returns madvise's errno if the kernel
+  // Populating threads for one load: one per 8 hardware threads, 1 to 4.
+  // On the 2-core development VM, 1 and 2 could not be told apart (two
+  // interleaved A/Bs of cold 3.2 GB loads disagreed, the shared disk moving
+  // +-20%; bench/results/2026-12-03-devbox-host-disk-limit-2); more on
+  // large machines, whose NVMe outruns one thread's first touch (not
+  // measured yet).
+  static int DefaultThreads();
+  // Stops and joins the threads; returns madvise's errno if the kernel
   // refused (0 if it never did).
   int Finish();
 
  private:
+  // A page-aligned range of at most 4 MiB of chunk CHUNK's destinations.
+  struct Piece {
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+    size_t chunk = 0;
+  };
   void Loop();
 
-  const Plan& plan_;
+  std::vector<Piece> pieces_;
   std::atomic<size_t>* next_chunk_;
+  std::atomic<size_t> next_piece_{0};
   std::atomic<bool> stop_{false};
-  int refused_ = 0;
-  std::thread thread_;
+  std::atomic<int> refused_{0};
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace weightlift::internal

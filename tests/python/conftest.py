@@ -11,6 +11,7 @@ import json
 import os
 import struct
 import sys
+import threading
 
 import pytest
 
@@ -92,6 +93,14 @@ def raw_bytes(t):
     return t.reshape(-1).view(torch.uint8)
 
 
+def storage_nbytes(t):
+    """Bytes of the storage tensor T views (how much memory it keeps alive):
+    untyped_storage() on torch 2.x, storage() on Debian's torch 1.13."""
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage().nbytes()
+    return t.storage().nbytes()
+
+
 def write_raw(path, entries, metadata=None, header_pad=True):
     """Writes a safetensors file by hand: ENTRIES is [(name, dtype, shape,
     bytes)] laid out in that order. For dtypes the writers lack (F6, FNUZ)
@@ -113,6 +122,25 @@ def write_raw(path, entries, metadata=None, header_pad=True):
         for *_, data in entries:
             f.write(data)
     return path
+
+
+def errors_in_threads(work, n):
+    """Runs WORK in N threads at once and returns the exceptions they raised
+    (an exception in a thread would otherwise only be printed)."""
+    errors = []
+
+    def run():
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return errors
 
 
 @pytest.fixture

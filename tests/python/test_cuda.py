@@ -6,7 +6,8 @@ import pytest
 import safetensors
 import safetensors.torch
 import torch
-from conftest import needs_cuda, random_tensor, raw_bytes, torch_dtypes
+from conftest import (errors_in_threads, needs_cuda, random_tensor, raw_bytes,
+                      storage_nbytes, torch_dtypes)
 
 import weightlift
 import weightlift.torch
@@ -84,7 +85,7 @@ def test_get_slice_cuda_row_ranges_read_only_their_rows(every_dtype,
         for k in keys:
             got = f.get_slice(k)[index]
             _same(got, want[k], k)
-            assert got.untyped_storage().nbytes() == want[k].nbytes, k
+            assert storage_nbytes(got) == want[k].nbytes, k
 
 
 def test_cuda_tensors_outlive_loader_and_free(tmp_path):
@@ -136,25 +137,16 @@ def test_load_into_cuda_module_no_extra_memory(tmp_path):
 
 
 def test_threads_loading_cuda_at_once(every_dtype):
-    import threading
     path, t = every_dtype
-    errs = []
 
     def work():
-        try:
-            for _ in range(3):
-                d = weightlift.torch.load_file(path, device="cuda:0")
-                assert all(torch.equal(raw_bytes(d[k]), raw_bytes(t[k]))
-                           for k in t)
-        except Exception as e:  # noqa: BLE001
-            errs.append(e)
+        for _ in range(3):
+            d = weightlift.torch.load_file(path, device="cuda:0")
+            assert all(torch.equal(raw_bytes(d[k]), raw_bytes(t[k]))
+                       for k in t)
 
-    ths = [threading.Thread(target=work) for _ in range(4)]
-    for th in ths:
-        th.start()
-    for th in ths:
-        th.join()
-    assert not errs, errs
+    errors = errors_in_threads(work, 4)
+    assert not errors, errors
 
 
 @pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"),

@@ -214,25 +214,22 @@ def test_torch_load_file_matches(model_file, device):
         f"torch.load_file(device={device!r})")
 
 
-def test_numpy_load_file_and_load_match(model_file):
+def test_numpy_load_file_matches(model_file):
     assert_same_outcome(lambda: weightlift.numpy.load_file(model_file),
                         lambda: safetensors.numpy.load_file(model_file),
                         "numpy.load_file")
+
+
+@pytest.mark.parametrize("ours_load,theirs_load", [
+    (weightlift.numpy.load, safetensors.numpy.load),
+    (weightlift.torch.load, safetensors.torch.load),
+], ids=["numpy", "torch"])
+def test_load_from_bytes_matches(model_file, ours_load, theirs_load):
     with open(model_file, "rb") as f:
         data = f.read()
-    ours = weightlift.numpy.load(data)
-    theirs = safetensors.numpy.load(data)
+    ours = ours_load(data)
+    theirs = theirs_load(data)
     # safetensors.numpy.load returns hash-map order; compare by name.
-    assert sorted(ours) == sorted(theirs)
-    for k in theirs:
-        assert_same_value(ours[k], theirs[k], k)
-
-
-def test_torch_load_matches(model_file):
-    with open(model_file, "rb") as f:
-        data = f.read()
-    ours = weightlift.torch.load(data)
-    theirs = safetensors.torch.load(data)
     assert sorted(ours) == sorted(theirs)
     for k in theirs:
         assert_same_value(ours[k], theirs[k], k)

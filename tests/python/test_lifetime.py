@@ -2,12 +2,11 @@
 freed when the last one dies; loads run concurrently from threads."""
 
 import gc
-import threading
 
 import numpy as np
 import safetensors.torch
 import torch
-from conftest import random_tensor
+from conftest import errors_in_threads, random_tensor
 
 import weightlift
 import weightlift.numpy
@@ -96,25 +95,18 @@ def test_numpy_arrays_outlive_everything(tmp_path, gen):
 
 def test_threads_loading_at_once(tmp_path, gen):
     path, t = _file(tmp_path, gen)
-    errors, results = [], []
+    results = []
 
     def work():
-        try:
-            for _ in range(5):
-                d = weightlift.torch.load_file(path, threads=2)
-                results.append(all(torch.equal(d[k], t[k]) for k in t))
-                with weightlift.safe_open(path, "pt") as f:
-                    results.append(torch.equal(f.get_tensor("b"), t["b"]))
-                results.append(sum(1 for _ in weightlift.iter_tensors(path))
-                               == len(t))
-        except Exception as e:  # noqa: BLE001
-            errors.append(e)
+        for _ in range(5):
+            d = weightlift.torch.load_file(path, threads=2)
+            results.append(all(torch.equal(d[k], t[k]) for k in t))
+            with weightlift.safe_open(path, "pt") as f:
+                results.append(torch.equal(f.get_tensor("b"), t["b"]))
+            results.append(sum(1 for _ in weightlift.iter_tensors(path))
+                           == len(t))
 
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    errors = errors_in_threads(work, 6)
     assert not errors, errors
     assert len(results) == 6 * 5 * 3 and all(results)
 
@@ -129,12 +121,9 @@ def test_shared_safe_open_from_threads(tmp_path, gen):
         for _ in range(10):
             out.append(torch.equal(f.get_tensor("a"), t["a"]))
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    errors = errors_in_threads(work, 4)
     f.close()
+    assert not errors, errors
     assert len(out) == 40 and all(out)
 
 

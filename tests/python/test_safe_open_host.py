@@ -6,14 +6,13 @@ the file never written, a file changed after open refused, and a
 LoadReport that says what happened."""
 
 import os
-import threading
 
 import numpy as np
 import pytest
 import safetensors
 import safetensors.torch
 import torch
-from conftest import random_tensor, write_raw
+from conftest import errors_in_threads, random_tensor, storage_nbytes, write_raw
 from dropin_util import assert_same_value
 
 import weightlift
@@ -199,20 +198,12 @@ def test_sharded_directory(tmp_path, gen):
 def test_threads_share_a_handle(model_file):
     with safetensors.safe_open(model_file, "pt") as g:
         want = {k: g.get_tensor(k).clone() for k in g.keys()}
-    errors = []
     with weightlift.safe_open(model_file, "pt", zero_copy=False) as f:
         def work():
-            try:
-                for _ in range(50):
-                    for k, v in want.items():
-                        assert_same_value(f.get_tensor(k), v, k)
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-        ts = [threading.Thread(target=work) for _ in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+            for _ in range(50):
+                for k, v in want.items():
+                    assert_same_value(f.get_tensor(k), v, k)
+        errors = errors_in_threads(work, 4)
     assert errors == []
 
 
@@ -234,7 +225,7 @@ def test_slices_on_cpu_are_copied_out_of_the_mapping(model_file, framework):
             assert r.files[0].path_taken == "mmap-slice", r.files
             assert r.bytes == r.bytes_read == nbytes
             if framework == "pt":
-                assert got.untyped_storage().nbytes() == nbytes
+                assert storage_nbytes(got) == nbytes
             else:
                 assert got.base is None or got.base.nbytes == nbytes
         st = os.stat(model_file)
