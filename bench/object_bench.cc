@@ -83,8 +83,7 @@ StatusOr<BenchReport> RunObjectBench(const std::string& path,
   std::vector<std::unique_ptr<internal::File>> files;
   uint64_t file_bytes = 0;
   for (const FileInfo& f : ckpt.files()) {
-    WL_ASSIGN_OR_RETURN(auto file,
-                        env->OpenForRead(f.path, internal::IoBackend::kPread));
+    WL_ASSIGN_OR_RETURN(auto file, env->OpenForRead(f.path, Backend::kPread));
     file_bytes += file->size();
     files.push_back(std::move(file));
   }

@@ -32,8 +32,10 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
-// How bytes leave storage. src/env opens files with its IoBackend (no
-// kAuto); kAuto is resolved per file and mapped in src/exec/open_files.cc.
+// How bytes leave storage: the one backend enum of the library. src/env
+// opens files with a concrete one; kAuto is the loader's, resolved per file
+// in src/exec/open_files.cc. BackendName/ParseBackend are the one mapping of
+// names.
 enum class Backend {
   kAuto,    // per file: buffered pread if its pages are resident, else
             // O_DIRECT through io_uring (or O_DIRECT pread without liburing)

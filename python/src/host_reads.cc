@@ -52,7 +52,6 @@ namespace {
 
 using internal::Clock;
 using internal::File;
-using internal::IoBackend;
 using internal::Mapping;
 using internal::SecondsSince;
 
@@ -385,9 +384,8 @@ class HostReads {
     std::shared_ptr<File> held = internal::HeldFiles::Get(*ckpt_, i);
     if (held == nullptr || held->native_fd() < 0) return nullptr;
     // The held file, checked unchanged and still at its path.
-    WL_ASSIGN_OR_RETURN(
-        std::unique_ptr<File> f,
-        internal::OpenForLoad(*ckpt_, i, IoBackend::kPread, {}));
+    WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
+                        internal::OpenForLoad(*ckpt_, i, Backend::kPread, {}));
     if (f->alignment() != 1) return nullptr;
     // view: private (writes stay in the process); copy: shared read-only.
     StatusOr<Mapping> m = f->Map(0, f->size(),

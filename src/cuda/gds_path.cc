@@ -14,7 +14,7 @@ StatusOr<GdsFile> GdsFile::Open(const File& file, bool compat) {
   GdsFile f;
   f.lib_ = lib;
   // cuFile wants an O_DIRECT descriptor of the very file the load holds.
-  StatusOr<std::unique_ptr<File>> direct = file.Reopen(IoBackend::kDirect, {});
+  StatusOr<std::unique_ptr<File>> direct = file.Reopen(Backend::kDirect, {});
   if (!direct.ok()) return direct.status().WithContext("GDS");
   if ((*direct)->native_fd() < 0) {
     return Status::Unsupported("GDS: file '" + file.path() +

@@ -27,7 +27,7 @@ class PosixFile : public File {
 
   StatusOr<FileIdentity> Stat() const override;
   StatusOr<std::unique_ptr<File>> Reopen(
-      IoBackend backend, const IoOptions& options) const override;
+      Backend backend, const IoOptions& options) const override;
   StatusOr<Mapping> Map(uint64_t offset, uint64_t length,
                         MapAccess access) const override;
   const std::string& path() const override { return handle_.path; }
@@ -53,10 +53,10 @@ StatusOr<FileIdentity> StatIdentity(const std::string& path, bool* is_dir);
 
 // H read through BACKEND. H's descriptor must have O_DIRECT exactly when
 // BACKEND is kDirect or kUring (see NeedsDirect).
-StatusOr<std::unique_ptr<File>> MakePosixFile(PosixHandle h, IoBackend backend,
+StatusOr<std::unique_ptr<File>> MakePosixFile(PosixHandle h, Backend backend,
                                               const IoOptions& options);
-inline bool NeedsDirect(IoBackend b) {
-  return b == IoBackend::kDirect || b == IoBackend::kUring;
+inline bool NeedsDirect(Backend b) {
+  return b == Backend::kDirect || b == Backend::kUring;
 }
 
 // The backends (one source file each).

@@ -24,7 +24,9 @@ class DirectFile final : public PosixFile {
     return PreadFully(fd(), path(), alignment_, offset, dst, faults_.get());
   }
   size_t alignment() const override { return alignment_; }
-  std::string_view backend_name() const override { return "direct"; }
+  std::string_view backend_name() const override {
+    return BackendName(Backend::kDirect);
+  }
 
  private:
   size_t alignment_;

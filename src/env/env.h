@@ -55,10 +55,11 @@ class Env {
   // Opens LOCATION for reading through BACKEND. The File holds the file open
   // until it is destroyed: a file renamed over LOCATION later is not read.
   // NotFound when it does not exist; InvalidArgument when it is not a
-  // regular file (a directory); Unsupported (with the reason) when BACKEND
-  // cannot serve it; IoError with errno otherwise.
+  // regular file (a directory) or BACKEND is kAuto (a loader's choice, made
+  // before it asks); Unsupported (with the reason) when BACKEND cannot
+  // serve it; IoError with errno otherwise.
   virtual StatusOr<std::unique_ptr<File>> OpenForRead(
-      const std::string& location, IoBackend backend,
+      const std::string& location, Backend backend,
       const IoOptions& options = {}) = 0;
 
   // The identity of LOCATION now, following symlinks. NotFound when absent.
@@ -112,7 +113,7 @@ Status CheckUnchangedAt(Env& env, const File& f);
 
 // Env::Default()->OpenForRead(PATH, BACKEND, OPTIONS).
 StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
-                                         IoBackend backend,
+                                         Backend backend,
                                          const IoOptions& options = {});
 
 }  // namespace weightlift::internal

@@ -23,13 +23,12 @@ using testing::ReadFileOrDie;
 using testing::TempDir;
 using testing::WriteFileOrDie;
 
-constexpr IoBackend kAllBackends[] = {IoBackend::kPread, IoBackend::kDirect,
-                                      IoBackend::kUring, IoBackend::kMmap};
+constexpr Backend kAllBackends[] = {Backend::kPread, Backend::kDirect,
+                                    Backend::kUring, Backend::kMmap};
 
 // Opens PATH with BACKEND; skips the caller when this build or kernel has
 // no io_uring (the only backend that may be missing here).
-StatusOr<std::unique_ptr<File>> Open(const std::string& path,
-                                     IoBackend backend) {
+StatusOr<std::unique_ptr<File>> Open(const std::string& path, Backend backend) {
   return Env::Default()->OpenForRead(path, backend);
 }
 
@@ -53,7 +52,7 @@ TEST(EnvTest, OpenForReadRecordsTheFilesIdentity) {
   WriteFileOrDie(p, RandomBytes(10000, 1));
   struct stat st;
   ASSERT_EQ(::stat(p.c_str(), &st), 0);
-  for (IoBackend b : kAllBackends) {
+  for (Backend b : kAllBackends) {
     auto f = Open(p, b);
     if (!f.ok() && Unavailable(f.status())) continue;
     ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -65,21 +64,40 @@ TEST(EnvTest, OpenForReadRecordsTheFilesIdentity) {
     EXPECT_EQ(id.mtime_ns,
               st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec);
     EXPECT_GE((*f)->native_fd(), 0);
-    EXPECT_EQ((*f)->backend_name(), IoBackendName(b));
+    EXPECT_EQ((*f)->backend_name(), BackendName(b));
     EXPECT_TRUE(CheckUnchanged(**f).ok());
   }
 }
 
 TEST(EnvTest, OpenErrorsSayWhatAndWhere) {
   TempDir dir;
-  auto missing = Open(dir.File("nope"), IoBackend::kPread);
+  auto missing = Open(dir.File("nope"), Backend::kPread);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find(dir.File("nope")),
             std::string::npos);
-  auto directory = Open(dir.path(), IoBackend::kPread);
+  auto directory = Open(dir.path(), Backend::kPread);
   EXPECT_EQ(directory.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(directory.status().message().find("not a regular file"),
             std::string::npos);
+}
+
+// Backend is one enum for the loader and the storage layer; auto is the
+// loader's to resolve, so opening or reopening a file with it is refused,
+// naming the file, rather than silently picking a backend.
+TEST(EnvTest, AutoIsNotABackendAFileIsReadThrough) {
+  TempDir dir;
+  const std::string p = dir.File("a");
+  WriteFileOrDie(p, RandomBytes(100, 1));
+  auto f = Open(p, Backend::kAuto);
+  ASSERT_EQ(f.status().code(), StatusCode::kInvalidArgument)
+      << f.status().ToString();
+  EXPECT_NE(f.status().message().find(p), std::string::npos);
+  EXPECT_NE(f.status().message().find("auto"), std::string::npos);
+  auto g = Open(p, Backend::kPread);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto r = (*g)->Reopen(Backend::kAuto, {});
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument)
+      << r.status().ToString();
 }
 
 TEST(EnvTest, StatListAndIsDirectory) {
@@ -126,7 +144,7 @@ TEST(EnvTest, ChangesAfterOpenAreDetected) {
   TempDir dir;
   const std::string p = dir.File("a");
   WriteFileOrDie(p, RandomBytes(8192, 1));
-  auto f = Open(p, IoBackend::kPread);
+  auto f = Open(p, Backend::kPread);
   ASSERT_TRUE(f.ok());
   ASSERT_EQ(::truncate(p.c_str(), 4096), 0);
   Status s = CheckUnchanged(**f);
@@ -136,7 +154,7 @@ TEST(EnvTest, ChangesAfterOpenAreDetected) {
   EXPECT_NE(s.message().find(p), std::string::npos);
 
   WriteFileOrDie(dir.File("b"), RandomBytes(8192, 2));
-  auto g = Open(dir.File("b"), IoBackend::kPread);
+  auto g = Open(dir.File("b"), Backend::kPread);
   ASSERT_TRUE(g.ok());
   WriteFileOrDie(dir.File("c"), RandomBytes(8192, 3));
   ASSERT_EQ(std::rename(dir.File("c").c_str(), dir.File("b").c_str()), 0);
@@ -158,20 +176,20 @@ TEST(EnvTest, ReopenReadsTheOpenedFileThroughEveryBackend) {
   const std::string p = dir.File("a");
   const auto bytes = RandomBytes(3 * 4096 + 100, 7);
   WriteFileOrDie(p, bytes);
-  for (IoBackend first : kAllBackends) {
+  for (Backend first : kAllBackends) {
     auto f = Open(p, first);
     if (!f.ok() && Unavailable(f.status())) continue;
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     WriteFileOrDie(dir.File("other"), RandomBytes(bytes.size(), 8));
     ASSERT_EQ(std::rename(dir.File("other").c_str(), p.c_str()), 0);
-    for (IoBackend b : kAllBackends) {
+    for (Backend b : kAllBackends) {
       auto g = (*f)->Reopen(b, {});
       if (!g.ok() && Unavailable(g.status())) continue;
       ASSERT_TRUE(g.ok()) << g.status().ToString();
-      EXPECT_EQ((*g)->backend_name(), IoBackendName(b));
+      EXPECT_EQ((*g)->backend_name(), BackendName(b));
       EXPECT_EQ((*g)->identity(), (*f)->identity());
       EXPECT_EQ(ReadAll(**g), bytes)
-          << IoBackendName(first) << " -> " << IoBackendName(b);
+          << BackendName(first) << " -> " << BackendName(b);
     }
     WriteFileOrDie(p, bytes);  // a fresh inode with the bytes again
   }
@@ -182,7 +200,7 @@ TEST(EnvTest, MapSharedAndPrivate) {
   const std::string p = dir.File("a");
   const auto bytes = RandomBytes(3 * 4096 + 11, 9);
   WriteFileOrDie(p, bytes);
-  auto f = Open(p, IoBackend::kPread);
+  auto f = Open(p, Backend::kPread);
   ASSERT_TRUE(f.ok());
   // An offset that is not page aligned maps the page below it.
   auto m = (*f)->Map(4097, 5000, MapAccess::kReadShared);
@@ -250,7 +268,7 @@ TEST(EnvTest, WritableFileAppearsOnlyOnClose) {
 class MemoryEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<File>> OpenForRead(const std::string& location,
-                                              IoBackend,
+                                              Backend,
                                               const IoOptions&) override {
     return std::unique_ptr<File>(new MemoryFile(location, RandomBytes(64, 5)));
   }
@@ -288,7 +306,7 @@ TEST(EnvRegistryTest, SchemesSelectTheirEnv) {
   EXPECT_EQ(*EnvForLocation("envtest://other"), *env);  // made once
   EXPECT_EQ(made, 1);
   auto f = (*env)->OpenForRead("envtest://bucket/model.safetensors",
-                               IoBackend::kUring);
+                               Backend::kUring);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(ReadAll(**f), RandomBytes(64, 5));
 }
@@ -297,14 +315,14 @@ TEST(FaultInjectingFileTest, FaultsSurviveReopenAndHookRuns) {
   TempDir dir;
   const std::string p = dir.File("a");
   WriteFileOrDie(p, RandomBytes(8192, 1));
-  auto f = Open(p, IoBackend::kPread);
+  auto f = Open(p, Backend::kPread);
   ASSERT_TRUE(f.ok());
   std::vector<uint64_t> seen;
   FileFaults faults;
   faults.eio_offset = 5000;
   faults.before_read = [&seen](uint64_t n) { seen.push_back(n); };
   FaultInjectingFile wrapped(std::move(*f), faults);
-  auto mm = wrapped.Reopen(IoBackend::kMmap, {});
+  auto mm = wrapped.Reopen(Backend::kMmap, {});
   ASSERT_TRUE(mm.ok());
   EXPECT_EQ((*mm)->backend_name(), "mmap");
   std::vector<std::byte> buf(4096);

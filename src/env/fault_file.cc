@@ -82,15 +82,14 @@ Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
 }
 
 StatusOr<std::unique_ptr<File>> FaultInjectingFile::Reopen(
-    IoBackend backend, const IoOptions& options) const {
+    Backend backend, const IoOptions& options) const {
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> inner,
                       inner_->Reopen(backend, options));
   return std::unique_ptr<File>(
       new FaultInjectingFile(std::move(inner), faults_));
 }
 
-StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
-                                                 IoBackend backend,
+StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f, Backend backend,
                                                  const FaultSpec& spec) {
   IoOptions io;
   io.faults = std::make_shared<FaultInjector>(spec);
@@ -98,7 +97,7 @@ StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
 }
 
 std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>
-ReopeningWithFaults(IoBackend backend, const FaultSpec& spec,
+ReopeningWithFaults(Backend backend, const FaultSpec& spec,
                     std::string* error) {
   return [backend, spec, error](std::unique_ptr<File> f,
                                 uint32_t) -> std::unique_ptr<File> {

@@ -120,7 +120,7 @@ class FaultInjectingFile final : public File {
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
   StatusOr<FileIdentity> Stat() const override { return inner_->Stat(); }
   StatusOr<std::unique_ptr<File>> Reopen(
-      IoBackend backend, const IoOptions& options) const override;
+      Backend backend, const IoOptions& options) const override;
   StatusOr<Mapping> Map(uint64_t offset, uint64_t length,
                         MapAccess access) const override {
     return inner_->Map(offset, length, access);
@@ -148,8 +148,7 @@ class FaultInjectingFile final : public File {
 // injected below the backend (refused io_uring rings, EINTR, short reads),
 // for loader tests that can only wrap files already opened. The open's error if
 // the backend cannot serve the file.
-StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
-                                                 IoBackend backend,
+StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f, Backend backend,
                                                  const FaultSpec& spec);
 
 // Tests: a file wrapper for a loader (the FileWrapper of exec/open_files.h)
@@ -157,7 +156,6 @@ StatusOr<std::unique_ptr<File>> ReopenWithFaults(const File& f,
 // cannot be reopened is kept as it was and the first such error is stored
 // in *ERROR (which must outlive the wrapper).
 std::function<std::unique_ptr<File>(std::unique_ptr<File>, uint32_t)>
-ReopeningWithFaults(IoBackend backend, const FaultSpec& spec,
-                    std::string* error);
+ReopeningWithFaults(Backend backend, const FaultSpec& spec, std::string* error);
 
 }  // namespace weightlift::internal

@@ -32,20 +32,6 @@ std::string DescribeIdentityChange(const FileIdentity& before,
          std::to_string(now.mtime_ns) + ")";
 }
 
-std::string_view IoBackendName(IoBackend b) {
-  switch (b) {
-    case IoBackend::kPread:
-      return "pread";
-    case IoBackend::kDirect:
-      return "direct";
-    case IoBackend::kUring:
-      return "uring";
-    case IoBackend::kMmap:
-      return "mmap";
-  }
-  return "unknown";
-}
-
 StatusOr<Mapping> File::Map(uint64_t, uint64_t, MapAccess) const {
   return Status::Unsupported("file '" + path() + "' (" +
                              std::string(backend_name()) +

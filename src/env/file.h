@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "env/mapping.h"
+#include "weightlift/options.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -45,10 +46,12 @@ struct FileIdentity {
 std::string DescribeIdentityChange(const FileIdentity& before,
                                    const FileIdentity& now);
 
-// The ways a local file can be read (src/env/posix_*.cc). Object storage
-// serves every one of them with its own reads and says so in backend_name().
-enum class IoBackend { kPread, kDirect, kUring, kMmap };
-std::string_view IoBackendName(IoBackend b);
+// The ways a local file can be read are weightlift::Backend
+// (include/weightlift/options.h, one enum and one name mapping for the whole
+// library): pread, direct, uring, mmap (src/env/posix_*.cc). kAuto is a
+// loader's choice made per file (src/exec/open_files.cc) before it asks the
+// Env; an Env or File given kAuto answers InvalidArgument. Object storage
+// serves every backend with its own reads and says so in backend_name().
 
 class FaultInjector;  // env/fault_file.h
 
@@ -110,7 +113,7 @@ class File {
   // backend cannot serve it: liburing not compiled in, io_uring refused by
   // the kernel, O_DIRECT refused by the file system.
   virtual StatusOr<std::unique_ptr<File>> Reopen(
-      IoBackend backend, const IoOptions& options) const = 0;
+      Backend backend, const IoOptions& options) const = 0;
 
   // Maps [OFFSET, OFFSET + LENGTH) of the file; Unsupported where the
   // storage cannot be mapped (object storage, a file system without mmap).

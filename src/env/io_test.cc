@@ -88,16 +88,16 @@ class BackendTest : public ::testing::TestWithParam<Kind> {
     StatusOr<std::unique_ptr<File>> f = Status::Internal("unset");
     switch (GetParam()) {
       case Kind::kPread:
-        f = OpenFile(path, IoBackend::kPread, io);
+        f = OpenFile(path, Backend::kPread, io);
         break;
       case Kind::kDirect:
-        f = OpenFile(path, IoBackend::kDirect, io);
+        f = OpenFile(path, Backend::kDirect, io);
         break;
       case Kind::kUring:
-        f = OpenFile(path, IoBackend::kUring, io);
+        f = OpenFile(path, Backend::kUring, io);
         break;
       case Kind::kMmap:
-        f = OpenFile(path, IoBackend::kMmap, io);
+        f = OpenFile(path, Backend::kMmap, io);
         break;
       case Kind::kMemory:
         return std::make_unique<MemoryFile>(path, testing::ReadFileOrDie(path));
@@ -413,7 +413,7 @@ TEST(UringTest, QueueDepthAboveRingSizeReadsEverything) {
   IoOptions io;
   io.queue_depth = 5000;
   io.uring_piece_bytes = 4096;
-  auto f = OpenFile(p, IoBackend::kUring, io);
+  auto f = OpenFile(p, Backend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
   Buffer buf(size + 4096);
   Status s = (*f)->ReadAt(0, {buf.data(), size});
@@ -436,7 +436,7 @@ TEST(UringTest, SubmitErrorReapsEverySubmittedRead) {
   io.queue_depth = 8;
   io.uring_piece_bytes = 4096;
   io.faults = std::make_shared<FaultInjector>(spec);
-  auto f = OpenFile(p, IoBackend::kUring, io);
+  auto f = OpenFile(p, Backend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
   Buffer buf(size);
   Status s = (*f)->ReadAt(0, {buf.data(), size});
@@ -466,7 +466,7 @@ TEST(UringTest, RefusedExtraRingFallsBackToDirectPread) {
   io.queue_depth = 4;
   io.uring_piece_bytes = 4096;
   io.faults = std::make_shared<FaultInjector>(spec);
-  auto f = OpenFile(p, IoBackend::kUring, io);
+  auto f = OpenFile(p, Backend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
   EXPECT_EQ((*f)->Degraded(), "");
   // 8 threads x 40 reads of 64 KiB from the disk (O_DIRECT, so each read
@@ -508,7 +508,7 @@ TEST(UringTest, ReadsIntoRegisteredBuffersUseReadFixed) {
   io.uring_piece_bytes = 2 * 4096;
   // Only the first 32 pages of the buffer are registered.
   io.fixed_buffers.regions = {{registered.data(), 32 * 4096}};
-  auto f = OpenFile(p, IoBackend::kUring, io);
+  auto f = OpenFile(p, Backend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
   ASSERT_EQ((*f)->Degraded(), "") << "registration refused here";
   // Wholly inside: 8 pages = 4 pieces, all fixed.
@@ -544,7 +544,7 @@ TEST(UringTest, RefusedBufferRegistrationFallsBackToPlainReads) {
   IoOptions io;
   io.fixed_buffers.regions = {{registered.data(), 16 * 4096}};
   io.faults = std::make_shared<FaultInjector>(spec);
-  auto f = OpenFile(p, IoBackend::kUring, io);
+  auto f = OpenFile(p, Backend::kUring, io);
   if (!f.ok()) GTEST_SKIP() << f.status().ToString();
   ASSERT_TRUE((*f)->ReadAt(8 * 4096, {registered.data(), 16 * 4096}).ok());
   EXPECT_EQ(std::memcmp(registered.data(), bytes.data() + 8 * 4096, 16 * 4096),
@@ -572,7 +572,7 @@ TEST(UringTest, RefusedRegistrationIsNotRetried) {
   io.fixed_buffers.regions = {{registered.data(), 16 * 4096}};
   io.fixed_buffers.refused = std::make_shared<std::atomic<int>>(0);
   io.faults = faults;
-  auto fa = OpenFile(a, IoBackend::kUring, io);
+  auto fa = OpenFile(a, Backend::kUring, io);
   if (!fa.ok()) GTEST_SKIP() << fa.status().ToString();
   EXPECT_EQ(faults->register_calls(), 1u);
   EXPECT_EQ(io.fixed_buffers.refused->load(), ENOMEM);
@@ -593,7 +593,7 @@ TEST(UringTest, RefusedRegistrationIsNotRetried) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
-  auto fb = OpenFile(b, IoBackend::kUring, io);
+  auto fb = OpenFile(b, Backend::kUring, io);
   ASSERT_TRUE(fb.ok()) << fb.status().ToString();
   ASSERT_TRUE((*fb)->ReadAt(0, {registered.data(), 16 * 4096}).ok());
   EXPECT_EQ(std::memcmp(registered.data(), bytes.data(), 16 * 4096), 0);
@@ -606,20 +606,20 @@ TEST(UringTest, RefusedRegistrationIsNotRetried) {
 // --- pieces that are not a backend ---------------------------------------
 
 TEST(OpenFileTest, MissingFileIsNotFound) {
-  for (IoBackend b : {IoBackend::kPread, IoBackend::kDirect, IoBackend::kUring,
-                      IoBackend::kMmap}) {
+  for (Backend b :
+       {Backend::kPread, Backend::kDirect, Backend::kUring, Backend::kMmap}) {
     auto f = OpenFile("/nonexistent/weightlift/x", b);
     ASSERT_FALSE(f.ok());
-    if (b == IoBackend::kUring && !UringCompiledIn()) continue;
+    if (b == Backend::kUring && !UringCompiledIn()) continue;
     EXPECT_EQ(f.status().code(), StatusCode::kNotFound)
-        << IoBackendName(b) << ": " << f.status().ToString();
+        << BackendName(b) << ": " << f.status().ToString();
   }
 }
 
 TEST(OpenFileTest, UringWithoutSupportIsUnsupported) {
   TempDir dir;
   WriteFileOrDie(dir.File("x"), RandomBytes(10, 1));
-  auto f = OpenFile(dir.File("x"), IoBackend::kUring);
+  auto f = OpenFile(dir.File("x"), Backend::kUring);
   if (UringCompiledIn()) {
     // Compiled in: either it works or the kernel refused with a reason.
     if (!f.ok()) {

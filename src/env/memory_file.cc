@@ -48,7 +48,7 @@ StatusOr<FileIdentity> MemoryFile::Stat() const {
   return now;
 }
 
-StatusOr<std::unique_ptr<File>> MemoryFile::Reopen(IoBackend,
+StatusOr<std::unique_ptr<File>> MemoryFile::Reopen(Backend,
                                                    const IoOptions&) const {
   return std::unique_ptr<File>(
       new MemoryFile(path_, bytes_, alignment_, visible_));

@@ -27,7 +27,7 @@ class MemoryFile final : public File {
   // A MemoryFile over the same bytes (shared, not copied) for every
   // backend; the alignment stays.
   StatusOr<std::unique_ptr<File>> Reopen(
-      IoBackend backend, const IoOptions& options) const override;
+      Backend backend, const IoOptions& options) const override;
   const std::string& path() const override { return path_; }
   const FileIdentity& identity() const override { return identity_; }
   size_t alignment() const override { return alignment_; }

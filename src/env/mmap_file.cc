@@ -32,7 +32,9 @@ class MmapFile final : public PosixFile {
     std::memcpy(dst.data(), mapping_.data() + offset, dst.size());
     return Status::OK();
   }
-  std::string_view backend_name() const override { return "mmap"; }
+  std::string_view backend_name() const override {
+    return BackendName(Backend::kMmap);
+  }
 
  private:
   Mapping mapping_;  // the whole file

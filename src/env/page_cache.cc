@@ -71,7 +71,7 @@ StatusOr<Residency> SampleResidency(const File& file,
 StatusOr<Residency> SampleResidency(const std::string& path,
                                     const ResidencyOptions& options) {
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                      Env::Default()->OpenForRead(path, IoBackend::kPread));
+                      Env::Default()->OpenForRead(path, Backend::kPread));
   return SampleResidency(*f, options);
 }
 

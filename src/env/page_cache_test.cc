@@ -18,7 +18,7 @@ using testing::TempDir;
 using testing::WriteFileOrDie;
 
 void ReadAll(const std::string& p) {
-  auto f = OpenFile(p, IoBackend::kPread);
+  auto f = OpenFile(p, Backend::kPread);
   ASSERT_TRUE(f.ok());
   std::vector<std::byte> buf((*f)->size());
   ASSERT_TRUE((*f)->ReadAt(0, buf).ok());

@@ -67,11 +67,11 @@ class PosixWritableFile final : public WritableFile {
 class PosixEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<File>> OpenForRead(
-      const std::string& location, IoBackend backend,
+      const std::string& location, Backend backend,
       const IoOptions& options) override {
-    WL_ASSIGN_OR_RETURN(PosixHandle h,
-                        OpenPosixHandle(location, NeedsDirect(backend),
-                                        IoBackendName(backend)));
+    WL_ASSIGN_OR_RETURN(
+        PosixHandle h,
+        OpenPosixHandle(location, NeedsDirect(backend), BackendName(backend)));
     return MakePosixFile(std::move(h), backend, options);
   }
 
@@ -184,7 +184,7 @@ StatusOr<std::vector<std::byte>> Env::ReadSmallFile(const std::string& location,
                                                     uint64_t max_bytes,
                                                     FormatError too_large) {
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                      OpenForRead(location, IoBackend::kPread));
+                      OpenForRead(location, Backend::kPread));
   if (f->size() > max_bytes) {
     return Status::Corruption(too_large, location + ": " +
                                              std::to_string(f->size()) +
@@ -246,7 +246,7 @@ Status CheckUnchangedAt(Env& env, const File& f) {
 }
 
 StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
-                                         IoBackend backend,
+                                         Backend backend,
                                          const IoOptions& options) {
   return Env::Default()->OpenForRead(path, backend, options);
 }

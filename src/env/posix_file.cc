@@ -68,19 +68,24 @@ StatusOr<PosixHandle> OpenPosixHandle(const std::string& path, bool direct,
   return PosixHandle{path, std::move(fd), IdentityOf(st)};
 }
 
-StatusOr<std::unique_ptr<File>> MakePosixFile(PosixHandle h, IoBackend backend,
+StatusOr<std::unique_ptr<File>> MakePosixFile(PosixHandle h, Backend backend,
                                               const IoOptions& options) {
   switch (backend) {
-    case IoBackend::kPread:
+    case Backend::kPread:
       return MakePreadFile(std::move(h), options);
-    case IoBackend::kDirect:
+    case Backend::kDirect:
       return MakeDirectFile(std::move(h), options);
-    case IoBackend::kUring:
+    case Backend::kUring:
       return MakeUringFile(std::move(h), options);
-    case IoBackend::kMmap:
+    case Backend::kMmap:
       return MakeMmapFile(std::move(h), options);
+    case Backend::kAuto:
+      break;
   }
-  return Status::InvalidArgument("unknown I/O backend");
+  return Status::InvalidArgument(
+      "backend " + std::string(BackendName(backend)) + " for '" + h.path +
+      "': a File is read through a concrete backend (pread, direct, uring "
+      "or mmap); auto is resolved per file by the loader");
 }
 
 StatusOr<FileIdentity> PosixFile::Stat() const {
@@ -88,7 +93,7 @@ StatusOr<FileIdentity> PosixFile::Stat() const {
 }
 
 StatusOr<std::unique_ptr<File>> PosixFile::Reopen(
-    IoBackend backend, const IoOptions& options) const {
+    Backend backend, const IoOptions& options) const {
   const int flags = ::fcntl(fd(), F_GETFL);
   if (flags < 0) {
     return Status::IoErrorFromErrno(
@@ -115,7 +120,7 @@ StatusOr<std::unique_ptr<File>> PosixFile::Reopen(
   }
   if (raw < 0) {
     const int err = errno;
-    const std::string m = std::string(IoBackendName(backend)) +
+    const std::string m = std::string(BackendName(backend)) +
                           ": cannot open '" + path() + "' again";
     if (want_direct && err == EINVAL) {
       return Status::Unsupported(m +

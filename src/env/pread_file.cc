@@ -16,7 +16,9 @@ class PreadFile final : public PosixFile {
     WL_RETURN_IF_ERROR(CheckReadArgs(path(), size(), 1, offset, dst));
     return PreadFully(fd(), path(), 1, offset, dst, faults_.get());
   }
-  std::string_view backend_name() const override { return "pread"; }
+  std::string_view backend_name() const override {
+    return BackendName(Backend::kPread);
+  }
 
  private:
   std::shared_ptr<FaultInjector> faults_;

@@ -154,7 +154,9 @@ class UringFile final : public PosixFile {
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
   size_t alignment() const override { return alignment_; }
-  std::string_view backend_name() const override { return "uring"; }
+  std::string_view backend_name() const override {
+    return BackendName(Backend::kUring);
+  }
   std::string Degraded() const override {
     std::lock_guard<std::mutex> lock(mu_);
     std::string out;

@@ -46,10 +46,12 @@ constexpr uint64_t kPageAlign = 4096;
 // for 4 KiB pages, and only huge pages recycled within the same process are
 // fast (about 20 GB/s). Measured: warm Load() of 3.24 GB: 3.4-3.9 GB/s on
 // 4 KiB pages, 0.8-2.4 GB/s with MADV_HUGEPAGE
-// (bench/results/host-2core-vm.md). Again 2026-12-03, MADV_POPULATE_WRITE
-// of 2 GiB in a fresh process: 1.0-1.6 GB/s on 4 KiB pages, 0.2-0.3 GB/s
-// with MADV_HUGEPAGE (3.6-6.7 GB/s only when the same process maps again:
-// the VM returns freed 8 MiB blocks to the host, page_reporting_order=11).
+// (bench/results/host-2core-vm.md). Again 2026-12-03 (bench/first_touch.py,
+// a fresh process populating 2 GiB): 1.6-2.7 GB/s on 4 KiB pages,
+// 0.36-0.97 GB/s with MADV_HUGEPAGE, 9-10 GB/s only when the same process
+// maps freed memory again (likely because the VM reports freed 8 MiB
+// blocks back to the host, page_reporting_order=11, and the host faults
+// them in again on first use).
 
 uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 

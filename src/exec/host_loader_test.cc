@@ -364,7 +364,7 @@ TEST_F(HostLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
   auto loader = CreateHostLoader(
-      o, ReopeningWithFaults(IoBackend::kUring, spec, &reopen_error));
+      o, ReopeningWithFaults(Backend::kUring, spec, &reopen_error));
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto r = (*loader)->Load(*ckpt_);
   if (!r.ok() && r.status().code() == StatusCode::kUnsupported) {

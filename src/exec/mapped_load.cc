@@ -31,7 +31,7 @@ struct MappedFiles {
 // checkpoint holds open (checked unchanged by OpenForLoad).
 Status MapFile(const Checkpoint& ckpt, uint32_t i, Mapping* out) {
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                      OpenForLoad(ckpt, i, IoBackend::kPread, {}));
+                      OpenForLoad(ckpt, i, Backend::kPread, {}));
   StatusOr<Mapping> m = f->Map(0, f->size(), MapAccess::kPrivateWritable);
   if (!m.ok()) return m.status().WithContext("zero_copy");
   // Starts readahead of a cold file now, so first touches find pages.

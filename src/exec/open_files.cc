@@ -14,22 +14,6 @@
 namespace weightlift::internal {
 namespace {
 
-IoBackend ToIoBackend(Backend b) {
-  switch (b) {
-    case Backend::kPread:
-      return IoBackend::kPread;
-    case Backend::kDirect:
-      return IoBackend::kDirect;
-    case Backend::kUring:
-      return IoBackend::kUring;
-    case Backend::kMmap:
-      return IoBackend::kMmap;
-    case Backend::kAuto:
-      break;
-  }
-  return IoBackend::kPread;
-}
-
 // Opens file I of CKPT in auto mode: residency decides buffered vs direct.
 StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
                               const LoadOptions& options, const IoOptions& io,
@@ -40,9 +24,9 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   // The buffered view is a second descriptor of the held file: cheap, and
   // what a resident file is read through.
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> buffered,
-                      OpenForLoad(ckpt, i, IoBackend::kPread, io));
+                      OpenForLoad(ckpt, i, Backend::kPread, io));
   if (buffered->native_fd() < 0 &&
-      buffered->backend_name() != IoBackendName(IoBackend::kPread)) {
+      buffered->backend_name() != BackendName(Backend::kPread)) {
     // Not a local file (object storage): it serves every backend with its
     // own reads, and has no page cache to sample.
     out.file = std::move(buffered);
@@ -54,7 +38,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
       *read_bytes < ckpt.files()[i].size / 2) {
     out.file = std::move(buffered);
     out.small_read = true;
-    out.report.path_taken = "pread";
+    out.report.path_taken = BackendName(Backend::kPread);
     out.report.reason = "small read (" + std::to_string(*read_bytes) + " of " +
                         std::to_string(ckpt.files()[i].size) +
                         " bytes): buffered pread, residency not sampled";
@@ -68,26 +52,26 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
           std::to_string(residency->windows) + " samples)";
     if (residency->fraction >= options.resident_threshold) {
       out.file = std::move(buffered);
-      out.report.path_taken = "pread";
+      out.report.path_taken = BackendName(Backend::kPread);
       out.report.reason = why + ": buffered pread";
       return out;
     }
   } else {
     why = "residency unknown (" + residency.status().message() + ")";
   }
-  auto uring = OpenForLoad(ckpt, i, IoBackend::kUring, io);
+  auto uring = OpenForLoad(ckpt, i, Backend::kUring, io);
   if (uring.ok()) {
     out.file = std::move(*uring);
-    out.report.path_taken = "uring";
+    out.report.path_taken = BackendName(Backend::kUring);
     out.report.reason =
         why + ": O_DIRECT io_uring QD" + std::to_string(options.queue_depth);
     return out;
   }
   const std::string uring_why = uring.status().message();
-  auto direct = OpenForLoad(ckpt, i, IoBackend::kDirect, io);
+  auto direct = OpenForLoad(ckpt, i, Backend::kDirect, io);
   if (direct.ok()) {
     out.file = std::move(*direct);
-    out.report.path_taken = "direct";
+    out.report.path_taken = BackendName(Backend::kDirect);
     out.report.reason = why + ": O_DIRECT pread (io_uring unavailable)";
     if (notes)
       notes->push_back(name + ": io_uring unavailable (" + uring_why +
@@ -98,7 +82,7 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
     return direct.status();
   }
   out.file = std::move(buffered);
-  out.report.path_taken = "pread";
+  out.report.path_taken = BackendName(Backend::kPread);
   out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
   if (notes)
     notes->push_back(name + ": O_DIRECT unavailable (" +
@@ -134,7 +118,7 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
       f.report.path = info.path;
       out[i] = std::move(f);
     } else {
-      auto f = OpenForLoad(ckpt, index, ToIoBackend(options.backend), io);
+      auto f = OpenForLoad(ckpt, index, options.backend, io);
       if (!f.ok()) {
         return f.status().WithContext(
             "backend " + std::string(BackendName(options.backend)) +

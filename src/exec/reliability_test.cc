@@ -221,9 +221,7 @@ TEST_P(RetryTest, EintrAndShortReadsAreRetried) {
   FaultSpec spec;
   spec.eintr_every = 3;
   spec.max_bytes_per_call = 64 << 10;
-  IoBackend io = GetParam().backend == Backend::kPread    ? IoBackend::kPread
-                 : GetParam().backend == Backend::kDirect ? IoBackend::kDirect
-                                                          : IoBackend::kUring;
+  const Backend io = GetParam().backend;  // pread, direct or uring
   std::string reopen_error;
   auto loader =
       CreateHostLoader(Options(), ReopeningWithFaults(io, spec, &reopen_error));

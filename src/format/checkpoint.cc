@@ -41,7 +41,7 @@ StatusOr<Checkpoint> OpenFiles(Env& env, const std::vector<std::string>& paths,
   for (size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
     StatusOr<std::unique_ptr<File>> opened =
-        env.OpenForRead(path, internal::IoBackend::kPread);
+        env.OpenForRead(path, Backend::kPread);
     if (!opened.ok()) {
       if (index != nullptr && opened.status().code() == StatusCode::kNotFound) {
         return Status::Corruption(FormatError::kIndexMissingShard,

@@ -27,7 +27,7 @@ StatusOr<ParsedHeader> ReadHeader(File& file) {
 
 StatusOr<ParsedHeader> ReadHeaderFile(const std::string& path) {
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                      Env::Default()->OpenForRead(path, IoBackend::kPread));
+                      Env::Default()->OpenForRead(path, Backend::kPread));
   return ReadHeader(*f);
 }
 

@@ -3,7 +3,7 @@
 namespace weightlift::internal {
 
 StatusOr<std::unique_ptr<File>> OpenForLoad(const Checkpoint& ckpt, uint32_t i,
-                                            IoBackend backend,
+                                            Backend backend,
                                             const IoOptions& options) {
   const FileInfo& info = ckpt.files()[i];
   std::shared_ptr<File> held = HeldFiles::Get(ckpt, i);

@@ -41,7 +41,7 @@ struct HeldFiles {
 // what changed; the open's errors (Unsupported for a backend that cannot
 // serve the file).
 StatusOr<std::unique_ptr<File>> OpenForLoad(const Checkpoint& ckpt, uint32_t i,
-                                            IoBackend backend,
+                                            Backend backend,
                                             const IoOptions& options);
 
 }  // namespace weightlift::internal

@@ -260,8 +260,8 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
   spec.ring_init_errno = EMFILE;
   std::string reopen_error;
   internal::CudaLoaderHooks hooks;
-  hooks.wrap_file = internal::ReopeningWithFaults(internal::IoBackend::kUring,
-                                                  spec, &reopen_error);
+  hooks.wrap_file =
+      internal::ReopeningWithFaults(Backend::kUring, spec, &reopen_error);
   auto loader = internal::CreateCudaLoader(o, std::move(hooks));
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   auto r = (*loader)->Load(*ck);

@@ -199,7 +199,7 @@ TEST_F(GdsCompatTest, PartialReadsAndReadPastEndOfFile) {
   ASSERT_TRUE(ck.ok());
   const TensorInfo& t = ck->tensors()[0];
   const std::vector<uint8_t> file = FileBytes(*ck, t);
-  auto held = internal::OpenFile(path, internal::IoBackend::kPread);
+  auto held = internal::OpenFile(path, Backend::kPread);
   ASSERT_TRUE(held.ok()) << held.status().ToString();
   auto gf = internal::GdsFile::Open(**held, /*compat=*/true);
   ASSERT_TRUE(gf.ok()) << "cuFileHandleRegister in compat mode: "

@@ -76,7 +76,7 @@ class ObjectFile final : public File {
     return id;
   }
 
-  StatusOr<std::unique_ptr<File>> Reopen(IoBackend,
+  StatusOr<std::unique_ptr<File>> Reopen(Backend,
                                          const IoOptions&) const override {
     // Every backend is the same ranged GETs: share the pinned object.
     return std::unique_ptr<File>(
@@ -119,7 +119,7 @@ class ObjectEnv final : public Env {
       : store_(std::move(store)) {}
 
   StatusOr<std::unique_ptr<File>> OpenForRead(const std::string& location,
-                                              IoBackend,
+                                              Backend,
                                               const IoOptions&) override {
     WL_ASSIGN_OR_RETURN(ObjectUri uri, ParseObjectUri(location));
     if (uri.kind == ObjectUri::Kind::kS3 &&
@@ -277,7 +277,7 @@ bool SameOptions(const ObjectStorageOptions& a, const ObjectStorageOptions& b) {
 class ConfiguredEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<File>> OpenForRead(
-      const std::string& location, IoBackend backend,
+      const std::string& location, Backend backend,
       const IoOptions& options) override {
     return Current().OpenForRead(location, backend, options);
   }
@@ -355,7 +355,7 @@ StatusOr<std::string> ReadSmallObject(const std::string& location,
   }
   WL_ASSIGN_OR_RETURN(internal::Env * env, internal::EnvForLocation(location));
   WL_ASSIGN_OR_RETURN(std::unique_ptr<internal::File> f,
-                      env->OpenForRead(location, internal::IoBackend::kPread));
+                      env->OpenForRead(location, Backend::kPread));
   if (f->size() > max_bytes) {
     return Status::ResourceExhausted(
         internal::PrintableUrl(location) + ": " + std::to_string(f->size()) +

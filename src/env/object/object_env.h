@@ -1,7 +1,7 @@
 // The Env for "s3://", "http://" and "https://" locations (see
 // include/weightlift/object_storage.h for how a program turns it on).
 //
-// Files are RemoteObjects: any IoBackend a loader asks for is served by the
+// Files are RemoteObjects: any backend a loader asks for is served by the
 // same ranged GETs (backend_name() says "s3" or "http"), ReadAt is
 // thread-safe and splits each read into pieces that are all in flight at
 // once on the process-wide Transport. Memory: bodies land in the caller's
