@@ -18,7 +18,6 @@ from ._errors import InvalidArgumentError
 from ._options import device_string
 from ._targets import MAX_LISTED as _MAX_LISTED
 from ._targets import describe_ckpt as _describe_ckpt
-from ._targets import listing as _listing  # noqa: F401 - _tp imports it here
 from ._targets import strict_error
 from ._targets import targets as _targets
 from .report import LoadReport

@@ -513,8 +513,8 @@ def load_into_tp(target: Any, checkpoint: Any, req: TpRequest, strict: bool,
     """load_into with tp_* / process_group: TARGET holds this rank's parts
     (shapes as the shard rule gives them). The parts are loaded, then
     copied into the targets (one copy per tensor, on the target's device)."""
-    from ._load_into import _describe_ckpt, _listing, _targets
     from ._options import device_string
+    from ._targets import strict_error, targets as _targets
 
     targets = _targets(target)
     devices = {device_string(t.device) for t in targets.values()
@@ -532,14 +532,8 @@ def load_into_tp(target: Any, checkpoint: Any, req: TpRequest, strict: bool,
     missing = [n for n in targets if n not in loaded]
     unexpected = [n for n in loaded if n not in targets]
     if strict and (missing or unexpected):
-        parts = []
-        if missing:
-            parts.append(f"missing from the checkpoint: {_listing(missing)}")
-        if unexpected:
-            parts.append(f"not in the target: {_listing(unexpected)}")
-        raise InvalidArgumentError(
-            f"load_into {_describe_ckpt(_core.open_checkpoint(checkpoint))} "
-            f"(strict): " + "; ".join(parts), code="InvalidArgument")
+        raise strict_error(_core.open_checkpoint(checkpoint), missing,
+                           unexpected)
     errors = []
     for name, t in targets.items():
         src = loaded.get(name)
