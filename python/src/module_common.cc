@@ -66,9 +66,7 @@ struct OwnerRef {
 
 }  // namespace
 
-int64_t LiveExportedBuffers() {
-  return g_live_owners.load();
-}
+int64_t LiveExportedBuffers() { return g_live_owners.load(); }
 
 // [data, data + size) on DEVICE as a 1-D uint8 DLPack capsule (for
 // torch.utils.dlpack.from_dlpack), or for host memory and AS_MEMORYVIEW a
