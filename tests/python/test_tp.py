@@ -169,6 +169,21 @@ def test_load_checkpoint_knows_every_tp_keyword():
     assert weightlift._TP_KEYWORDS == _tp.TP_KEYWORDS
 
 
+def test_load_into_tp_strict_names_missing_and_unexpected(ckpt):
+    from tp_reference import TEST_PLAN, split_reference
+    want = split_reference(_full(ckpt), TEST_PLAN, 0, 2)
+    targets = {n: torch.zeros_like(w) for n, w in want.items()}
+    dropped = sorted(targets)[0]
+    del targets[dropped]
+    targets["not.in.ckpt"] = torch.zeros(3)
+    with pytest.raises(weightlift.InvalidArgumentError) as e:
+        weightlift.load_into(targets, ckpt, tp_rank=0, tp_size=2,
+                             tp_plan=TEST_PLAN, strict=True)
+    msg = str(e.value)
+    assert "(strict)" in msg and "not.in.ckpt" in msg and dropped in msg
+    assert "missing from the checkpoint" in msg and "not in the target" in msg
+
+
 def test_iter_tensors_yields_parts_as_batches_land(ckpt, monkeypatch):
     """iter_tensors in slice mode hands out the first batch's parts while
     later batches are not read yet, in checkpoint order, bit-exact; a
