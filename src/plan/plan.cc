@@ -183,11 +183,14 @@ Plan MakePlan(std::span<const Segment> segments,
   // Plain segments in file order; strided and gather ones planned on
   // their own. Gather segments that cannot be gathered become one plain
   // segment per row, stored first so the pointers into it stay valid.
+  // Gather needs byte-granular reads and a row that fits one chunk.
+  auto gatherable = [&](const Segment& s) {
+    const PlanFile& f = files[s.file];
+    return f.alignment <= 1 && s.length <= cap_for(f);
+  };
   std::vector<Segment> rows_as_segments;
   for (const Segment& s : segments) {
-    if (s.bytes() == 0) continue;
-    const PlanFile& f = files[s.file];
-    if (s.rows > 1 && s.gather && (f.alignment > 1 || s.length > cap_for(f))) {
+    if (s.bytes() > 0 && s.rows > 1 && s.gather && !gatherable(s)) {
       AppendRows(s, &rows_as_segments);
     }
   }
@@ -201,8 +204,7 @@ Plan MakePlan(std::span<const Segment> segments,
     plan.bytes_delivered += s.bytes();
     const PlanFile& f = files[s.file];
     if (s.rows > 1 && s.gather) {
-      const uint64_t cap = cap_for(f);
-      if (f.alignment <= 1 && s.length <= cap) PlanGather(s, f, cap, &plan);
+      if (gatherable(s)) PlanGather(s, f, cap_for(f), &plan);
     } else if (s.rows > 1) {
       PlanStrided(s, f, cap_for(f), &plan);
     } else {
