@@ -321,11 +321,45 @@ class SafeSlice:
             part = self._from_mapping(sel, *layout)
             if part is not None:
                 return part
+        elif not src.numpy and src.device != "cpu":
+            part = self._to_device(sel, *layout)
+            if part is not None:
+                return part
         with _core.pooled_loader(src.options) as loader:
             (part,) = _slices.load_slices(
                 loader, src.ckpt, [(info.name, sel.ranges, sel.squeeze)],
                 "np" if src.numpy else "pt", src.device)
         return part
+
+    def _to_device(self, sel: "_slice_index.Selection", dtype, shape):
+        """get_slice's path to a CUDA device: the selection read by the
+        loader (as _slices.load_slices reads it) on the calling thread
+        (_native.load_slices_into: no job thread, the report built only if
+        asked for) into a tensor from torch's caching allocator (no
+        cudaMalloc / cudaFree per call); None for an empty selection (the
+        loader's own path makes those)."""
+        import torch
+
+        src, info = self._source, self._info
+        out = torch.empty([_slice_index.count(*r) for r in sel.ranges],
+                          dtype=dtype, device=src.device)
+        nbytes = out.numel() * out.element_size()
+        if nbytes == 0:
+            return None
+        # The caching allocator may hand out memory that work still queued
+        # on the current stream reads (freed by the caller, reused in that
+        # stream's order); the loader copies on streams of its own, so that
+        # work must be done first. .to(device) from pageable memory (what
+        # safetensors' get_slice is followed by) waits for it too.
+        torch.cuda.current_stream(out.device).synchronize()
+        with _core.pooled_loader(src.options) as loader:
+            report = _native.load_slices_into(
+                loader, src.ckpt,
+                [(info.name, sel.ranges, out.data_ptr(), nbytes)])
+        _core.set_last_report(report)
+        if sel.squeeze:
+            out = out.reshape(_slice_index.result_shape(sel))
+        return out
 
     def _from_mapping(self, sel: "_slice_index.Selection", dtype, shape):
         """get_slice's per-call path on cpu: the elements SEL selects,
