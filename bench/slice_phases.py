@@ -17,6 +17,8 @@ file in the page cache, each figure the best and the median of REPEAT:
 2. weightlift, by option (threads, cuda_chunk, copy_streams): wall time of
    the call (synchronized) against the report's phases (open, alloc,
    transfer) and wall - report (Python, the job's thread, the report).
+   2b. the loader's job path (what get_slice on cuda took before
+   load_slices_into) against get_slice, interleaved.
 3. a cProfile of 20 row-slice calls with the default options.
 """
 
@@ -166,6 +168,34 @@ def sweep(path, device, repeat, quick):
                   f"{(wall - med[0]) * 1e3:5.3f} ms")
 
 
+def paths(path, device, repeat):
+    """The same slices through the loader's job path (a thread per load,
+    cudaMalloc'd memory, the report dict built: what get_slice on cuda did
+    before load_slices_into) and through get_slice, interleaved."""
+    from weightlift import _core, _slice_index, _slices
+
+    print("\n## 2b. job path (start_load_slices) vs get_slice (default "
+          "options), interleaved, wall synchronized")
+    with weightlift.safe_open(path, "pt", device=device) as f:
+        src = f._source
+        shape = f.get_slice("w").get_shape()
+        for label, idx in (("row", ROWS), ("col", COLS)):
+            sel = _slice_index.select(idx, shape, "pt")
+
+            def job():
+                with _core.pooled_loader(src.options) as loader:
+                    return _slices.load_slices(
+                        loader, src.ckpt, [("w", sel.ranges, sel.squeeze)],
+                        "pt", device)[0]
+            times = {"job path": [], "get_slice": []}
+            for _ in range(repeat + 1):
+                times["job path"].append(timed(job, device)[0])
+                times["get_slice"].append(
+                    timed(lambda: f.get_slice("w")[idx], device)[0])
+            for k, ts in times.items():
+                print(f"{label} {k:9s}: {stats_ms(ts[1:])}")
+
+
 def profile(path, device):
     print("\n## 3. cProfile of 20 row-slice calls (default options)")
     with weightlift.safe_open(path, "pt", device=device) as f:
@@ -210,6 +240,7 @@ def main():
           f"({torch.cuda.get_device_name(a.device)}); torch {torch.__version__};"
           f" {os.cpu_count()} cpus; weightlift {weightlift.__version__}")
     hardware(path, a.device, a.repeat, nbytes, info.offset + 1024 * row_bytes)
+    paths(path, a.device, a.repeat)
     sweep(path, a.device, a.repeat, a.quick)
     profile(path, a.device)
 
