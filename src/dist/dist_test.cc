@@ -18,6 +18,7 @@
 #include "dist/nccl_lib.h"
 #include "dist/thread_group.h"
 #include "format/synth.h"
+#include "format/testing/tensor_info.h"
 #include "weightlift/group.h"
 #include "weightlift/loader.h"
 
@@ -31,17 +32,7 @@ namespace weightlift::internal {
 namespace {
 
 using std::chrono::milliseconds;
-
-TensorInfo Tensor(std::string name, std::vector<uint64_t> shape) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.dtype = DType::kBF16;
-  t.shape = std::move(shape);
-  uint64_t elems = 1;
-  for (uint64_t d : t.shape) elems *= d;
-  t.size = elems * 2;
-  return t;
-}
+using testing::Tensor;
 
 // A small Llama-shaped set with uneven and empty tensors.
 std::vector<TensorInfo> Tensors() {
