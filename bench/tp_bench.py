@@ -37,6 +37,15 @@ from tp_reference import LLAMA_PLAN, part_bounds  # noqa: E402
 from ceiling import pinned_copy_ceiling  # noqa: E402
 
 
+def parse_options(pairs):
+    """NAME=VALUE strings as load keywords; integers as ints (threads=2)."""
+    out = {}
+    for pair in pairs:
+        name, value = pair.split("=", 1)
+        out[name] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
 def files_of(ckpt):
     return sorted(os.path.join(ckpt, f) for f in os.listdir(ckpt)
                   if f.endswith(".safetensors"))
@@ -82,7 +91,7 @@ def run_rank(args):
     t0 = time.time()
     report = None
     if args.method == "weightlift":
-        opts = dict(o.split("=", 1) for o in args.option)
+        opts = parse_options(args.option)
         got = weightlift.load_checkpoint(args.ckpt, device=dev,
                                          tp_rank=args.r, tp_size=args.n,
                                          tp_plan=LLAMA_PLAN, **opts)

@@ -22,6 +22,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from tp_reference import LLAMA_PLAN  # noqa: E402
 
 
+def parse_options(pairs):
+    """NAME=VALUE strings as load keywords; integers as ints (threads=2)."""
+    out = {}
+    for pair in pairs:
+        name, value = pair.split("=", 1)
+        out[name] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
 def ms(a, b):
     return f"{(b - a) * 1e3:.1f}"
 
@@ -36,7 +45,7 @@ def main():
     ap.add_argument("--option", action="append", default=[],
                     help="NAME=VALUE load option (e.g. backend=pread)")
     args = ap.parse_args()
-    opts = dict(o.split("=", 1) for o in args.option)
+    opts = parse_options(args.option)
     import torch
     cuda = args.device.startswith("cuda")
     if cuda:
