@@ -18,6 +18,8 @@ For each n:
 Every weightlift rank is then checked bit-exact against safetensors'
 get_slice of the same part (outside the clock). The ceiling is a 2 GiB
 pinned host -> device copy, best of 3, measured by this process first.
+"Together" sets LOCAL_WORLD_SIZE=n in the ranks' environment, as torchrun
+does, so their loaders share the cores (--no-local-world-size: not).
 --option passes load options to every weightlift rank (e.g. backend=pread);
 --modes runs only some of the three measurements. The weightlift package
 is byte-compiled first, as an installed package is, so no rank compiles
@@ -128,9 +130,9 @@ def run_rank(args):
         json.dump(out, f)
 
 
-def launch(args, method, n, ranks, tag, verify=False):
-    """Starts one process per rank in RANKS, releases them together, and
-    returns their results."""
+def launch(args, method, n, ranks, tag, verify=False, env=None):
+    """Starts one process per rank in RANKS (with ENV added to their
+    environment), releases them together, and returns their results."""
     work = os.path.join(args.work, tag)
     os.makedirs(work, exist_ok=True)
     go = os.path.join(work, "go")
@@ -148,7 +150,8 @@ def launch(args, method, n, ranks, tag, verify=False):
         if method == "weightlift":
             for o in args.option:
                 cmd += ["--option", o]
-        procs.append(subprocess.Popen(cmd))
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ,
+                                                    **(env or {}))))
     deadline = time.time() + 300
     while not all(os.path.exists(os.path.join(work, f"ready{r}"))
                   for r in ranks):
@@ -189,6 +192,8 @@ def main():
                     help="NAME=VALUE load option for the weightlift ranks")
     ap.add_argument("--modes", default="alone,together,peers")
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--no-local-world-size", action="store_true",
+                    help="together: do not set LOCAL_WORLD_SIZE=n")
     args = ap.parse_args()
     if args.cmd == "rank":
         return run_rank(args)
@@ -212,8 +217,11 @@ def main():
                 alone += launch(args, "weightlift", n, [r], f"alone-{n}-{r}",
                                 verify=not args.no_verify)
         if "together" in modes:
-            together = launch(args, "weightlift", n, list(range(n)),
-                              f"together-{n}")
+            # As torchrun would: the n ranks share this host's cores.
+            together = launch(
+                args, "weightlift", n, list(range(n)), f"together-{n}",
+                env=None if args.no_local_world_size else
+                {"LOCAL_WORLD_SIZE": str(n)})
         if "peers" in modes:
             st_slice = launch(args, "st_get_slice", n, [0], f"st-slice-{n}")
             st_full = launch(args, "st_full_narrow", n, [0], f"st-full-{n}")
@@ -246,7 +254,10 @@ def main():
         }
         rows.append(row)
         spans = [t["seconds"] for t in tog]
-        print(f"n={n} [{' '.join(args.option) or 'default options'}]: "
+        label = " ".join(args.option) or "default options"
+        if "together" in modes and not args.no_local_world_size:
+            label += "; together with LOCAL_WORLD_SIZE"
+        print(f"n={n} [{label}]: "
               f"each rank alone {min(row['alone_gb_per_s'] or [0]):.1f}"
               f"-{max(row['alone_gb_per_s'] or [0]):.1f} GB/s (goal >= 45), "
               f"bytes read <= {row['bytes_read_fraction_max']:.3f} of the "
