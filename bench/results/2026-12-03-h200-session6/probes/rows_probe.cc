@@ -82,10 +82,11 @@ int main(int argc, char** argv) {
         mode ? "mapping" : "pread  ", threads, pitch, width, ms,
         ms * 1e3 * threads / runs);
     if (mode)
-      printf("; per covering page: populate %.0f ns, munmap %.0f ns; copy "
-             "%.0f ns per run",
-             pop_ns / (runs / rows * cover / page),
-             unmap_ns / (runs / rows * cover / page), cpy_ns / runs);
+      printf(
+          "; per covering page: populate %.0f ns, munmap %.0f ns; copy "
+          "%.0f ns per run",
+          pop_ns / (runs / rows * cover / page),
+          unmap_ns / (runs / rows * cover / page), cpy_ns / runs);
     printf("\n");
   }
   return 0;
