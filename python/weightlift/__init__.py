@@ -22,6 +22,7 @@ zero-copy views of the loader's memory and free it when the last one dies.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict
 
 from . import _core
@@ -86,6 +87,7 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     """Loads a whole checkpoint: one .safetensors file, a
     model.safetensors.index.json, or a directory of shards. Returns every
     tensor (file order) in a dict with ``.report`` attached."""
+    t0 = time.perf_counter()
     from . import _dtypes
     from ._options import device_string
 
@@ -103,6 +105,13 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         tp = _tp.take_tp(options, path)  # tp_rank/tp_size/tp_plan/...
     if tp is not None:
         items, report = _tp.load(path, dev, tp, options, progress, np)
+        out = StateDict(items)
+        out.report = report
+        return out
+    from . import _load_torch
+    if _load_torch.applies(dev, np):
+        items, report = _load_torch.load(_core.open_checkpoint(path), dev,
+                                         options, progress, t_start=t0)
         out = StateDict(items)
         out.report = report
         return out

@@ -33,6 +33,10 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
     _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     _dtypes.check_framework_types(ckpt.tensors(), numpy=False)
+    from . import _load_torch
+    if _load_torch.applies(options["device"], False):
+        return dict(_load_torch.load(ckpt, options["device"], options,
+                                     progress)[0])
     items, dev, _ = _core.load_raw(ckpt, progress=progress, **options)
     return {name: _dtypes.to_torch(dt, shape, data, dev, name)
             for name, dt, shape, data in items}

@@ -59,6 +59,10 @@ class PinnedBuffer {
     return part >= 0 && static_cast<size_t>(part) < pinned_.size() &&
            pinned_[part];
   }
+  // Seconds the pinning of each part took (touch + register) since the
+  // last TakePinSeconds; 0 for parts not pinned in that time. Call it only
+  // while no part is being pinned (between loads).
+  std::vector<double> TakePinSeconds();
   PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
   ~PinnedBuffer() { Reset(); }
@@ -74,6 +78,7 @@ class PinnedBuffer {
   // One flag per part, each written only by the thread pinning it (a
   // vector<char>, not vector<bool>: no two parts share a byte).
   std::vector<char> pinned_;
+  std::vector<double> pin_seconds_;  // per part, like pinned_
 };
 
 // Device memory from cudaMalloc on one device. Move-only.

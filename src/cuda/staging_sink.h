@@ -34,6 +34,11 @@ class StagingSink final : public Sink {
   // The pinned ring's memory (io_uring registers it for its reads).
   std::span<std::byte> ring() const { return {ring_.data(), ring_.size()}; }
 
+  // Seconds each worker's part of the ring took to pin (touch +
+  // cudaHostRegister) in the loads since the last call; 0 where nothing
+  // was pinned. Between loads only.
+  std::vector<double> TakePinSeconds() { return ring_.TakePinSeconds(); }
+
   uint64_t slot_bytes() const override { return slot_bytes_; }
   Status BeginWorker(int worker) override;
   StatusOr<SinkSlot> AcquireSlot(int worker, const ReadChunk& c,
