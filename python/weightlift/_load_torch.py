@@ -62,9 +62,10 @@ def _allocate(rows, dev: str):
     device = torch.device(dev)
     total = max((total + _ALIGN - 1) // _ALIGN * _ALIGN, _ALIGN)
     base = torch.empty(total, dtype=torch.uint8, device=device)
-    # The block may have been freed by work still queued on torch's stream:
-    # that work must end before the loader's streams write into it.
-    torch.cuda.current_stream(device).synchronize()
+    if device.type == "cuda":
+        # The block may have been freed by work still queued on torch's
+        # stream: it must end before the loader's streams write into it.
+        torch.cuda.current_stream(device).synchronize()
     ptr = base.data_ptr()
     dests = [(name, ptr + off, size) for name, _, _, off, size in layout
              if size]
