@@ -111,14 +111,22 @@ fuzz:
 # in this checkout ($(BUILD)-vllm-wheel, incremental). The lock serializes
 # checkouts that share the venv.
 VLLM_VENV ?= $(HOME)/.cache/weightlift/vllm-venv
+VLLM_REQUIREMENTS ?= python/requirements-vllm.txt
+# The venv is current when it was made from requirements of the same
+# content: the stamp's name carries their hash. (Not the file's mtime: a
+# fresh clone's requirements file is newer than any stamp made before, so
+# every CI run re-ran pip and needed the registry.)
+VLLM_STAMP := $(VLLM_VENV)/.stamp-$(shell sha256sum < $(VLLM_REQUIREMENTS) | cut -c1-16)
 
-$(VLLM_VENV)/.stamp: python/requirements-vllm.txt
-	/usr/bin/python3 -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/pip install -q --upgrade pip
-	$(VLLM_VENV)/bin/pip install -q -r python/requirements-vllm.txt
-	touch $@
+$(VLLM_STAMP):
+	mkdir -p $(dir $(VLLM_VENV))
+	flock $(VLLM_VENV).lock sh -c '[ -f $@ ] || { \
+	  /usr/bin/python3 -m venv $(VLLM_VENV) \
+	  && $(VLLM_VENV)/bin/pip install -q --upgrade pip \
+	  && $(VLLM_VENV)/bin/pip install -q -r $(VLLM_REQUIREMENTS) \
+	  && rm -f $(VLLM_VENV)/.stamp $(VLLM_VENV)/.stamp-* && touch $@; }'
 
-test-vllm: deps-apt $(VLLM_VENV)/.stamp
+test-vllm: deps-apt $(VLLM_STAMP)
 	flock $(VLLM_VENV).lock sh -c '$(VLLM_VENV)/bin/pip install -q \
 	  --no-build-isolation --no-deps -C build-dir=$(CURDIR)/$(BUILD)-vllm-wheel . \
 	  && $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm'

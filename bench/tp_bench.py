@@ -29,6 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "python"))
 from tp_reference import LLAMA_PLAN, part_bounds  # noqa: E402
+from ceiling import pinned_copy_ceiling  # noqa: E402
 
 
 def files_of(ckpt):
@@ -112,26 +113,6 @@ def run_rank(args):
         json.dump(out, f)
 
 
-def pinned_ceiling(device):
-    import torch
-    if not device.startswith("cuda"):
-        return 0.0  # a smoke run on cpu: no host -> device hop
-    size = 2 << 30
-    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
-    host.fill_(1)
-    dst = torch.empty(size, dtype=torch.uint8, device=device)
-    best = 0.0
-    for _ in range(3):
-        torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        dst.copy_(host, non_blocking=True)
-        torch.cuda.synchronize(device)
-        best = max(best, size / (time.perf_counter() - t0) / 1e9)
-    del host, dst
-    torch.cuda.empty_cache()
-    return best
-
-
 def launch(args, method, n, ranks, tag, verify=False):
     """Starts one process per rank in RANKS, releases them together, and
     returns their results."""
@@ -191,7 +172,7 @@ def main():
 
     import torch
     file_bytes = sum(os.path.getsize(p) for p in files_of(args.ckpt))
-    ceiling = pinned_ceiling(args.device)
+    ceiling = pinned_copy_ceiling(args.device)
     print(f"checkpoint {args.ckpt}: {file_bytes / 1e9:.2f} GB; pinned-copy "
           f"ceiling {ceiling:.1f} GB/s", flush=True)
     del torch

@@ -36,6 +36,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "python"))
 from tp_reference import LLAMA_PLAN, split_reference  # noqa: E402
+from ceiling import pinned_copy_ceiling  # noqa: E402
 
 
 def compute_apps():
@@ -74,25 +75,6 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
-def pinned_ceiling(device):
-    if not device.startswith("cuda"):
-        return 0.0  # a gloo smoke run on cpu
-    size = 2 << 30
-    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
-    host.fill_(1)
-    dst = torch.empty(size, dtype=torch.uint8, device=device)
-    best = 0.0
-    for _ in range(3):
-        torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        dst.copy_(host, non_blocking=True)
-        torch.cuda.synchronize(device)
-        best = max(best, size / (time.perf_counter() - t0) / 1e9)
-    del host, dst
-    torch.cuda.empty_cache()
-    return best
-
-
 def timed(fn, device):
     dist.barrier()
     sync(device)
@@ -126,7 +108,7 @@ def main():
     ceilings = []
     for r in range(size):  # one GPU at a time
         if r == rank:
-            ceilings.append(pinned_ceiling(device))
+            ceilings.append(pinned_copy_ceiling(device))
         dist.barrier()
     mine = torch.tensor([ceilings[0] if ceilings else 0.0], device=device)
     gathered = [torch.zeros(1, device=device) for _ in range(size)]

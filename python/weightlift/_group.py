@@ -30,7 +30,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _errors, _native, _tp
+from . import _core, _dtypes, _errors, _native
+from ._tp_common import TpRequest, make_report, raise_error, shards, tp_notes
 from ._errors import InvalidArgumentError, WeightliftIOError
 
 ALLGATHER_MIN_BYTES = 4 << 20
@@ -234,7 +235,7 @@ def agree(tr: TorchGroupTransport, device: str, fingerprint: str,
         raise error
     if got is not None:
         try:
-            _tp._raise(got["error"])
+            raise_error(got["error"])
         except WeightliftIOError as e:
             tr.raise_from(e)
 
@@ -243,7 +244,7 @@ class GroupLoad:
     """One LoadWithGroup on this rank's C++ job thread. ``tensors()``
     yields (name, tensor) as batches complete, then ``report`` is set."""
 
-    def __init__(self, path: Any, device: str, req: _tp.TpRequest,
+    def __init__(self, path: Any, device: str, req: TpRequest,
                  options: Dict[str, Any], names: Optional[List[str]] = None,
                  ckpt=None, transport: Optional[TorchGroupTransport] = None):
         self.device = device
@@ -268,8 +269,8 @@ class GroupLoad:
             self.rows = rows
             if req.sharded and req.rank < req.size:
                 # For the report's notes (the load itself shards in C++).
-                self.parts, self.info = _tp.shards(rows, req.rank, req.size,
-                                                   req.plan)
+                self.parts, self.info = shards(rows, req.rank, req.size,
+                                               req.plan)
         except (_errors.WeightliftError, ValueError, TypeError,
                 OSError) as e:
             self.error = e
@@ -331,8 +332,8 @@ class GroupLoad:
         tr, req = self.transport, self.req
         notes = []
         if req.sharded and self.info is not None:
-            notes += _tp.tp_notes(req, self.info, req.rank, req.size)
-        self.report = _tp.make_report(
+            notes += tp_notes(req, self.info, req.rank, req.size)
+        self.report = make_report(
             self.device, [r], len(self.rows), r.bytes or 0, 0,
             time.perf_counter() - self.t0, 0.0, notes)
         self.report.notes = [n.replace("group: rank", f"group ({tr.backend}):"
@@ -346,7 +347,7 @@ class GroupLoad:
         self._close()
 
 
-def load_group(path: Any, device: str, req: _tp.TpRequest,
+def load_group(path: Any, device: str, req: TpRequest,
                options: Dict[str, Any], progress: bool = False):
     """Group mode: [(name, tensor)] in checkpoint order, and this rank's
     report (bytes_read: what this rank read)."""

@@ -195,7 +195,7 @@ class TensorStream:
         """Group mode: every rank checks it streams the same tensors of the
         same checkpoint (the C++ agreement, AgreeOnGroupLoad, with the
         group's timeout)."""
-        from . import _group, _native, _tp
+        from . import _group, _native, _tp_common
         g = _group.TorchGroupTransport(process_group, float(timeout))
         cuda = self._device.startswith("cuda")
         error, fingerprint = None, ""
@@ -210,7 +210,7 @@ class TensorStream:
                 infos, [f["size"] for f in self._ckpt.files()],
                 bool(self._plan), g.size(), self._plan)
             if isinstance(fingerprint, dict):
-                _tp._raise(fingerprint["error"])
+                _tp_common.raise_error(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:
             error = e
         _group.agree(g, self._device, fingerprint, error)
@@ -227,13 +227,13 @@ class TensorStream:
         """Group mode: the ranks read W's tensors between them and deliver
         the rest (C++ LoadWithGroup over W's tensors; every rank ends with
         every full tensor of W, or its part under tp_plan)."""
-        from . import _group, _tp
+        from . import _group, _tp_common
         g = self._group
         sharded = bool(self._plan)
-        req = _tp.TpRequest(rank=g.rank() if sharded else None,
-                            size=g.size() if sharded else None,
-                            plan=self._plan, group=g.group,
-                            timeout=g.timeout, sharded=sharded)
+        req = _tp_common.TpRequest(rank=g.rank() if sharded else None,
+                                   size=g.size() if sharded else None,
+                                   plan=self._plan, group=g.group,
+                                   timeout=g.timeout, sharded=sharded)
         load = _group.GroupLoad(None, self._device, req, self._options,
                                 names=[row[0] for row in w.rows],
                                 ckpt=self._ckpt, transport=g)

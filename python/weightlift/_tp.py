@@ -8,7 +8,8 @@ the C++ one (include/weightlift/tensor_parallel.h, via _native.tp_shards):
 colwise splits dim 0, rowwise the last dim of tensors with 2 or more dims, a
 name no pattern matches is replicated, parts are torch.tensor_split's.
 
-Group mode (process_group given) lives in weightlift._group.
+Group mode (process_group given) lives in weightlift._group; what both
+modes share, in weightlift._tp_common.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _errors, _native
+from . import _core, _dtypes, _errors, _group
 from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
+# What slice mode shares with group mode (_group) lives in a leaf module, so
+# that _tp imports _group and neither imports the other back.
+from ._tp_common import (DEFAULT_GROUP_TIMEOUT_S, Shard, TpRequest,
+                         make_report, shards, tp_notes)
 from .report import LoadReport
 
 # The keyword arguments this module takes out of a load call's options.
@@ -31,24 +35,6 @@ TP_KEYWORDS = ("tp_rank", "tp_size", "tp_plan", "process_group",
 _COLWISE_WORDS = {"colwise", "colwise_rep", "local_colwise", "packed_colwise"}
 _ROWWISE_WORDS = {"rowwise", "rowwise_rep", "local_rowwise",
                   "packed_rowwise"}
-
-DEFAULT_GROUP_TIMEOUT_S = 300.0
-
-
-@dataclass
-class TpRequest:
-    rank: Optional[int]
-    size: Optional[int]
-    plan: List[Tuple[str, str]]
-    group: Any = None
-    timeout: float = DEFAULT_GROUP_TIMEOUT_S
-    sharded: bool = False  # tp_* given: slices; else group mode, full
-    notes: List[str] = field(default_factory=list)
-
-
-def _raise(err: Tuple[str, str]):
-    raise _errors.from_status(err[0], None, err[1])
-
 
 def take_tp(options: Dict[str, Any], path: Any) -> Optional[TpRequest]:
     """Removes the TP keywords from OPTIONS; None when none was given (a
@@ -214,55 +200,6 @@ def auto_plan(path: Any, notes: List[str]) -> List[Tuple[str, str]]:
     return plan_from_transformers(base_plan, model_plan, prefix, notes)
 
 
-# ---- the shard rule (C++) --------------------------------------------------
-
-@dataclass
-class Shard:
-    """One tensor's part for this rank (see TensorShard in C++)."""
-    name: str
-    dtype: str
-    full_shape: Tuple[int, ...]
-    file: int
-    offset: int
-    dim: int  # -1: replicated
-    start: int
-    stop: int
-    shape: Tuple[int, ...]
-    bytes: int
-    runs: int
-    run_bytes: int
-    run_stride: int
-    first_byte: int
-    style: str
-
-    @property
-    def split(self) -> bool:
-        return self.dim >= 0
-
-
-def shards(tensors: List[tuple], rank: int, size: int,
-           plan: List[Tuple[str, str]]) -> Tuple[List[Shard], dict]:
-    """Every tensor's Shard for RANK of SIZE; the C++ answer's totals and
-    warnings in the dict. Raises the C++ error for a bad TP."""
-    got = _native.tp_shards(tensors, rank, size, plan)
-    if "error" in got:
-        _raise(got["error"])
-    out = []
-    for t, s in zip(tensors, got["shards"]):
-        name, dt, shape, file, offset, _ = t
-        out.append(Shard(name, dt, tuple(shape), file, offset, s[0], s[1],
-                         s[2], tuple(s[3]), s[4], s[5], s[6], s[7], s[8],
-                         s[9]))
-    return out, got
-
-
-def tp_notes(req: TpRequest, info: dict, rank: int, size: int) -> List[str]:
-    notes = [f"tp: rank {rank} of {size}: {info['split_bytes']} bytes of "
-             f"split tensors, {info['replicated_bytes']} replicated"]
-    notes += [f"tp: warning: {w}" for w in info["warnings"]]
-    return notes + req.notes
-
-
 # ---- reading parts without the loader ----------------------------------------
 # weightlift._stream's fallback for a native module without LoadSlices.
 
@@ -361,43 +298,6 @@ def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
     return out, report
 
 
-def make_report(device: str, reports: List[LoadReport], tensors: int,
-                delivered: int, extra_read: int, seconds: float,
-                extra_seconds: float, notes: List[str]) -> LoadReport:
-    """One LoadReport for a TP load: the C++ loads' reports (plus
-    EXTRA_READ bytes read outside them, if any), with NOTES first."""
-    d = {"device": device, "tensors": tensors, "bytes": delivered,
-         "bytes_read": extra_read, "seconds": seconds, "open_seconds": 0.0,
-         "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,
-         "staging_bytes": 0, "device_bytes": 0, "threads": 0, "files": [],
-         "notes": []}
-    texts = []
-    for r in reports:
-        d["bytes_read"] += r.bytes_read or 0
-        d["open_seconds"] += r.open_seconds or 0
-        d["alloc_seconds"] += r.alloc_seconds or 0
-        d["transfer_seconds"] += r.transfer_seconds or 0
-        d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes or 0)
-        d["device_bytes"] += r.device_bytes or 0
-        d["threads"] = max(d["threads"], r.threads or 0)
-        d["files"] += [f.as_dict() for f in r.files]
-        d["notes"] += r.notes
-        texts.append(str(r))
-    over = d["bytes_read"] - delivered
-    notes = notes + [f"tp: read {d['bytes_read']} bytes for {delivered} "
-                     f"delivered ({over:+d} bytes: the storage's read "
-                     f"granularity)" if over >= 0 else
-                     f"tp: read {d['bytes_read']} bytes, received "
-                     f"{-over} more from the group"]
-    d["notes"] = notes + d["notes"]
-    d["gb_per_s"] = delivered / seconds / 1e9 if seconds else 0.0
-    d["text"] = "\n".join(
-        [f"tensor-parallel load on {device}: {tensors} tensors, {delivered} "
-         f"bytes delivered, {d['bytes_read']} bytes read, {seconds:.3f} s"]
-        + [f"  {n}" for n in d["notes"]] + texts)
-    return LoadReport(d)
-
-
 # ---- entry points (load_checkpoint, load_file, iter_tensors, load_into) ----
 
 def _check_tp_options(options: Dict[str, Any], numpy: bool) -> None:
@@ -415,7 +315,6 @@ def load(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
     group mode."""
     _check_tp_options(options, numpy)
     if req.group is not None:
-        from . import _group
         return _group.load_group(path, device, req, options, progress)
     return load_sliced(path, device, req, options, progress)
 
@@ -497,7 +396,6 @@ class TpIterator:
         _core.set_last_report(self.report)
 
     def _group(self, path, device, req, options):
-        from . import _group
         self.batches = self.batches_loaded = None
         load = _group.GroupLoad(path, device, req, options)
         try:

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "cuda/cuda_config.h"
+#include "cuda/scatter_copy.h"
 #include "env/io_util.h"
 
 #ifndef MADV_POPULATE_READ
@@ -121,16 +122,9 @@ Status HostRegisterSink::Deliver(int w, const ReadChunk& c, SinkSlot slot,
   Held& h = wk.held[slot.index];
   Status failed;
   for (const Scatter& sc : c.scatters) {
-    const cudaError_t e =
-        sc.rows <= 1 ? cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
-                                       slot.data + sc.chunk_offset, sc.length,
-                                       cudaMemcpyHostToDevice, wk.stream)
-                     : cudaMemcpy2DAsync(reinterpret_cast<void*>(sc.dst),
-                                         sc.length, slot.data + sc.chunk_offset,
-                                         sc.src_pitch, sc.length, sc.rows,
-                                         cudaMemcpyHostToDevice, wk.stream);
-    if (e != cudaSuccess) {
-      failed = CudaStatus(e, "cudaMemcpyAsync from the registered mapping");
+    failed = CopyScatterToDevice(sc, slot.data, wk.stream);
+    if (!failed.ok()) {
+      failed = failed.WithContext("registered mapping -> device");
       break;
     }
   }

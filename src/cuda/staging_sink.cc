@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "cuda/scatter_copy.h"
+
 namespace weightlift::internal {
 
 StagingSink::StagingSink(PinnedBuffer ring, CudaEvents slot_events,
@@ -65,21 +67,9 @@ Status StagingSink::Deliver(int w, const ReadChunk& c, SinkSlot slot,
   Slot& s = wk.slots[slot.index];
   Status failed;
   for (const Scatter& sc : c.scatters) {
-    // A strided scatter (a slice's rows) is one 2-D copy out of the slot,
-    // not one copy per row.
-    const cudaError_t e =
-        sc.rows <= 1 ? cudaMemcpyAsync(reinterpret_cast<void*>(sc.dst),
-                                       s.buf + sc.chunk_offset, sc.length,
-                                       cudaMemcpyHostToDevice, wk.stream)
-                     : cudaMemcpy2DAsync(reinterpret_cast<void*>(sc.dst),
-                                         sc.length, s.buf + sc.chunk_offset,
-                                         sc.src_pitch, sc.length, sc.rows,
-                                         cudaMemcpyHostToDevice, wk.stream);
-    if (e != cudaSuccess) {
-      failed = CudaStatus(e, std::string(sc.rows <= 1 ? "cudaMemcpyAsync"
-                                                      : "cudaMemcpy2DAsync") +
-                                 " of " + std::to_string(sc.bytes()) +
-                                 " bytes from the staging slot to the device");
+    failed = CopyScatterToDevice(sc, s.buf, wk.stream);
+    if (!failed.ok()) {
+      failed = failed.WithContext("staging slot -> device");
       break;
     }
   }

@@ -77,5 +77,11 @@ StatusOr<std::unique_ptr<File>> MakeMmapFile(PosixHandle h,
 // The direct I/O alignment of FD (see MakeDirectFile); 0 when the kernel
 // reports the file cannot do direct I/O at all.
 size_t DirectIoAlignment(int fd);
+// What the O_DIRECT backends (kDirect, kUring) ask before they make a File:
+// DirectIoAlignment of H's descriptor, or Unsupported naming BACKEND and
+// H's path when the kernel says the file cannot do direct I/O (auto mode
+// then falls back to a buffered backend).
+StatusOr<size_t> DirectIoAlignmentOrRefuse(const PosixHandle& h,
+                                           Backend backend);
 
 }  // namespace weightlift::internal

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <string>
 
 #include "env/backends.h"
 
@@ -51,14 +52,22 @@ size_t DirectIoAlignment(int fd) {
   return align;
 }
 
-StatusOr<std::unique_ptr<File>> MakeDirectFile(PosixHandle h,
-                                               const IoOptions& options) {
+StatusOr<size_t> DirectIoAlignmentOrRefuse(const PosixHandle& h,
+                                           Backend backend) {
   const size_t align = DirectIoAlignment(h.fd.get());
   if (align == 0) {
-    return Status::Unsupported("direct: '" + h.path +
+    return Status::Unsupported(std::string(BackendName(backend)) + ": '" +
+                               h.path +
                                "': the file system reports no O_DIRECT "
                                "support (statx STATX_DIOALIGN)");
   }
+  return align;
+}
+
+StatusOr<std::unique_ptr<File>> MakeDirectFile(PosixHandle h,
+                                               const IoOptions& options) {
+  WL_ASSIGN_OR_RETURN(const size_t align,
+                      DirectIoAlignmentOrRefuse(h, Backend::kDirect));
   return std::unique_ptr<File>(
       new DirectFile(std::move(h), align, options.faults));
 }

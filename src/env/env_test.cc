@@ -3,10 +3,12 @@
 // files in a temporary directory (a real disk, so O_DIRECT runs for real).
 #include "env/env.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -332,6 +334,43 @@ TEST(FaultInjectingFileTest, FaultsSurviveReopenAndHookRuns) {
   EXPECT_NE(s.message().find("EIO"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("offset 4096"), std::string::npos);
   EXPECT_EQ(seen, (std::vector<uint64_t>{0, 1}));
+}
+
+// Both O_DIRECT backends take their alignment from one question
+// (DirectIoAlignmentOrRefuse): what statx STATX_DIOALIGN reports for the
+// file (the larger of offset and memory alignment), 4096 where the kernel
+// does not say. The refusal (the kernel reporting no direct I/O for the
+// file) cannot be met on this machine's ext4 or tmpfs.
+TEST(EnvTest, DirectBackendsTakeTheAlignmentTheKernelReports) {
+  TempDir dir;
+  const std::string p = dir.File("a");
+  WriteFileOrDie(p, RandomBytes(4 * 4096, 3));
+  size_t want = 4096;
+#ifdef STATX_DIOALIGN
+  {
+    const int fd = ::open(p.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    struct statx stx {};
+    ASSERT_EQ(::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx), 0);
+    ::close(fd);
+    if ((stx.stx_mask & STATX_DIOALIGN) != 0) {
+      ASSERT_GT(stx.stx_dio_offset_align, 0u) << p << ": no direct I/O";
+      want = std::max(stx.stx_dio_offset_align, stx.stx_dio_mem_align);
+    }
+  }
+#endif
+  int checked = 0;
+  for (Backend b : {Backend::kDirect, Backend::kUring}) {
+    auto f = Open(p, b);
+    if (!f.ok() && Unavailable(f.status()) && b == Backend::kUring) continue;
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ((*f)->alignment(), want) << BackendName(b);
+    auto g = (*f)->Reopen(b, {});  // made again from the descriptor
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ((*g)->alignment(), want) << BackendName(b) << " reopened";
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
 }
 
 }  // namespace

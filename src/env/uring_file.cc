@@ -390,12 +390,8 @@ Status UringFile::RunPieces(Ring& ring, uint64_t offset,
 
 StatusOr<std::unique_ptr<File>> MakeUringFile(PosixHandle h,
                                               const IoOptions& options) {
-  const size_t align = DirectIoAlignment(h.fd.get());
-  if (align == 0) {
-    return Status::Unsupported("uring: '" + h.path +
-                               "': the file system reports no O_DIRECT "
-                               "support (statx STATX_DIOALIGN)");
-  }
+  WL_ASSIGN_OR_RETURN(const size_t align,
+                      DirectIoAlignmentOrRefuse(h, Backend::kUring));
   auto file = std::make_unique<UringFile>(std::move(h), align, options);
   // The first ring is made now so that a kernel refusing io_uring is
   // reported at open time (and auto mode can fall back).

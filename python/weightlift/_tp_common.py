@@ -1,0 +1,118 @@
+"""What tensor-parallel slice mode (weightlift._tp) and group mode
+(weightlift._group) share: the request, the shard rule's answer (one Shard
+per tensor, from C++), the report's notes and the one LoadReport of a TP
+load. A leaf: it imports neither mode, so _tp can use _group and _group this
+without an import cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Tuple
+
+from . import _errors, _native
+from .report import LoadReport
+
+DEFAULT_GROUP_TIMEOUT_S = 300.0
+
+
+@dataclass
+class TpRequest:
+    rank: Optional[int]
+    size: Optional[int]
+    plan: List[Tuple[str, str]]
+    group: Any = None
+    timeout: float = DEFAULT_GROUP_TIMEOUT_S
+    sharded: bool = False  # tp_* given: slices; else group mode, full
+    notes: List[str] = field(default_factory=list)
+
+
+def raise_error(err: Tuple[str, str]):
+    """Raises the weightlift error of a C++ (code, message) pair."""
+    raise _errors.from_status(err[0], None, err[1])
+
+
+# ---- the shard rule (C++) --------------------------------------------------
+
+@dataclass
+class Shard:
+    """One tensor's part for this rank (see TensorShard in C++)."""
+    name: str
+    dtype: str
+    full_shape: Tuple[int, ...]
+    file: int
+    offset: int
+    dim: int  # -1: replicated
+    start: int
+    stop: int
+    shape: Tuple[int, ...]
+    bytes: int
+    runs: int
+    run_bytes: int
+    run_stride: int
+    first_byte: int
+    style: str
+
+    @property
+    def split(self) -> bool:
+        return self.dim >= 0
+
+
+def shards(tensors: List[tuple], rank: int, size: int,
+           plan: List[Tuple[str, str]]) -> Tuple[List[Shard], dict]:
+    """Every tensor's Shard for RANK of SIZE; the C++ answer's totals and
+    warnings in the dict. Raises the C++ error for a bad TP."""
+    got = _native.tp_shards(tensors, rank, size, plan)
+    if "error" in got:
+        raise_error(got["error"])
+    out = []
+    for t, s in zip(tensors, got["shards"]):
+        name, dt, shape, file, offset, _ = t
+        out.append(Shard(name, dt, tuple(shape), file, offset, s[0], s[1],
+                         s[2], tuple(s[3]), s[4], s[5], s[6], s[7], s[8],
+                         s[9]))
+    return out, got
+
+
+def tp_notes(req: TpRequest, info: dict, rank: int, size: int) -> List[str]:
+    notes = [f"tp: rank {rank} of {size}: {info['split_bytes']} bytes of "
+             f"split tensors, {info['replicated_bytes']} replicated"]
+    notes += [f"tp: warning: {w}" for w in info["warnings"]]
+    return notes + req.notes
+
+
+def make_report(device: str, reports: List[LoadReport], tensors: int,
+                delivered: int, extra_read: int, seconds: float,
+                extra_seconds: float, notes: List[str]) -> LoadReport:
+    """One LoadReport for a TP load: the C++ loads' reports (plus
+    EXTRA_READ bytes read outside them, if any), with NOTES first."""
+    d = {"device": device, "tensors": tensors, "bytes": delivered,
+         "bytes_read": extra_read, "seconds": seconds, "open_seconds": 0.0,
+         "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,
+         "staging_bytes": 0, "device_bytes": 0, "threads": 0, "files": [],
+         "notes": []}
+    texts = []
+    for r in reports:
+        d["bytes_read"] += r.bytes_read or 0
+        d["open_seconds"] += r.open_seconds or 0
+        d["alloc_seconds"] += r.alloc_seconds or 0
+        d["transfer_seconds"] += r.transfer_seconds or 0
+        d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes or 0)
+        d["device_bytes"] += r.device_bytes or 0
+        d["threads"] = max(d["threads"], r.threads or 0)
+        d["files"] += [f.as_dict() for f in r.files]
+        d["notes"] += r.notes
+        texts.append(str(r))
+    over = d["bytes_read"] - delivered
+    notes = notes + [f"tp: read {d['bytes_read']} bytes for {delivered} "
+                     f"delivered ({over:+d} bytes: the storage's read "
+                     f"granularity)" if over >= 0 else
+                     f"tp: read {d['bytes_read']} bytes, received "
+                     f"{-over} more from the group"]
+    d["notes"] = notes + d["notes"]
+    d["gb_per_s"] = delivered / seconds / 1e9 if seconds else 0.0
+    d["text"] = "\n".join(
+        [f"tensor-parallel load on {device}: {tensors} tensors, {delivered} "
+         f"bytes delivered, {d['bytes_read']} bytes read, {seconds:.3f} s"]
+        + [f"  {n}" for n in d["notes"]] + texts)
+    return LoadReport(d)
