@@ -14,7 +14,7 @@ previous state dict was
   keep   kept alive (the call gets new device memory).
 --alloc native loads into the loader's own cudaMalloc (Loader::Load, the
 way before torch's allocator was used). The pinned host-to-device copy
-ceiling (4 GiB, best of 3) is measured AFTER the calls, so that nothing
+ceiling (bench/ceiling.py: 4 GiB, best of 3) is measured AFTER the calls, so that nothing
 allocates or frees device memory before the first call.
 
 Per call: wall time, GB/s, ratio to the ceiling, the report's accounting
@@ -29,23 +29,9 @@ import json
 import time
 
 import torch
+from ceiling import pinned_copy_ceiling  # bench/ceiling.py
 
 import weightlift
-
-
-def pinned_ceiling(device, nbytes=4 << 30):
-    src = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-    dst = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    best = 1e9
-    for _ in range(3):
-        torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        dst.copy_(src, non_blocking=True)
-        torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - t0)
-    del src, dst
-    torch.cuda.empty_cache()
-    return nbytes / best / 1e9
 
 
 def main():
@@ -94,7 +80,7 @@ def main():
     sd = None
     held.clear()
     gc.collect()
-    ceiling = pinned_ceiling(a.device)
+    ceiling = pinned_copy_ceiling(a.device, nbytes=4 << 30)
     print(f"alloc={a.alloc}; pinned host->device ceiling (after the calls): "
           f"{ceiling:.1f} GB/s")
     for x in rows:
