@@ -44,8 +44,14 @@ def main():
     ap.add_argument("--alloc", default="torch", choices=["torch", "native"])
     ap.add_argument("--calls", type=int, default=None,
                     help="(old form) CALLS - 1 later calls, each 'free'")
+    ap.add_argument("--opt", action="append", default=[], metavar="K=V",
+                    help="a load option for every call (ints as ints)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    opts = {}
+    for kv in a.opt:
+        k, v = kv.split("=", 1)
+        opts[k] = int(v) if v.lstrip("-").isdigit() else v
     later = [w for w in a.later.split(",") if w]
     if a.calls is not None:
         later = ["free"] * (a.calls - 1)
@@ -64,7 +70,7 @@ def main():
             time.sleep(1.0)
         torch.cuda.synchronize(a.device)
         t0 = time.perf_counter()
-        sd = weightlift.load_checkpoint(a.dir, device=a.device)
+        sd = weightlift.load_checkpoint(a.dir, device=a.device, **opts)
         torch.cuda.synchronize(a.device)
         dt = time.perf_counter() - t0
         r = weightlift.last_report()
@@ -81,7 +87,7 @@ def main():
     held.clear()
     gc.collect()
     ceiling = pinned_copy_ceiling(a.device, nbytes=4 << 30)
-    print(f"alloc={a.alloc}; pinned host->device ceiling (after the calls): "
+    print(f"alloc={a.alloc} {' '.join(a.opt)}; pinned host->device ceiling (after the calls): "
           f"{ceiling:.1f} GB/s")
     for x in rows:
         gbps = x["bytes"] / x["seconds"] / 1e9
