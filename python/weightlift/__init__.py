@@ -17,7 +17,9 @@ Beyond it:
 
 Options are keyword arguments (see ``default_options()``); errors are
 WeightliftError subclasses (see weightlift._errors). Returned tensors are
-zero-copy views of the loader's memory and free it when the last one dies.
+zero-copy views of the loader's memory and free it when the last one dies;
+on a CUDA device that memory is one block of torch's caching allocator
+(weightlift._load_torch), as safetensors' tensors are.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
     from weightlift.torch import load_file   # was: from safetensors.torch
 
-Tensors are zero-copy views of memory the C++ loader allocated (on the
-requested device); they stay valid for as long as any of them lives.
+Tensors are zero-copy views of memory the C++ loader allocated on the host,
+or of one block of torch's caching allocator on a CUDA device (as
+safetensors' tensors are, see weightlift._load_torch); they stay valid for
+as long as any of them lives.
 Load options (backend, threads, ...) may be passed as keyword arguments; see
 ``weightlift._options``. ``save_file``/``save``/``save_model`` are forwarded
 to the safetensors package when it is installed (weightlift only reads).
