@@ -93,7 +93,7 @@ StatusOr<PinnedBuffer> PinnedBuffer::Reserve(uint64_t bytes, int parts) {
   const uint64_t n = static_cast<uint64_t>(std::max(parts, 1));
   b.part_bytes_ = (bytes / n + page - 1) / page * page;
   b.pinned_.assign(n, 0);
-  b.pin_seconds_.assign(n, 0.0);
+  b.pin_seconds_ = std::make_unique<std::atomic<double>[]>(n);
   const auto at = reinterpret_cast<uintptr_t>(b.mapping_.data());
   b.data_ = b.mapping_.data() + ((kHuge - at % kHuge) % kHuge);
   b.size_ = bytes;
@@ -131,13 +131,15 @@ Status PinnedBuffer::PinPart(int part, int device) {
                : st;
   }
   pinned_[part] = 1;
-  pin_seconds_[part] = SecondsSince(t);
+  pin_seconds_[part].store(SecondsSince(t), std::memory_order_relaxed);
   return Status::OK();
 }
 
 std::vector<double> PinnedBuffer::TakePinSeconds() {
-  std::vector<double> out(pin_seconds_.size(), 0.0);
-  out.swap(pin_seconds_);
+  std::vector<double> out(pinned_.size(), 0.0);
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k] = pin_seconds_[k].exchange(0.0, std::memory_order_relaxed);
+  }
   return out;
 }
 
@@ -166,7 +168,6 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
     pinned_ = std::move(o.pinned_);
     o.pinned_.clear();
     pin_seconds_ = std::move(o.pin_seconds_);
-    o.pin_seconds_.clear();
   }
   return *this;
 }

@@ -5,8 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,7 +80,9 @@ class PinnedBuffer {
   // One flag per part, each written only by the thread pinning it (a
   // vector<char>, not vector<bool>: no two parts share a byte).
   std::vector<char> pinned_;
-  std::vector<double> pin_seconds_;  // per part, like pinned_
+  // Per part: seconds its pinning took, until TakePinSeconds. Atomic: a
+  // worker may pin its part while another thread takes the figures.
+  std::unique_ptr<std::atomic<double>[]> pin_seconds_;
 };
 
 // Device memory from cudaMalloc on one device. Move-only.
