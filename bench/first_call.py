@@ -56,8 +56,8 @@ def main():
     if a.calls is not None:
         later = ["free"] * (a.calls - 1)
     if a.alloc == "native":
-        import weightlift._load_torch
-        weightlift._load_torch.ENABLED = False
+        from weightlift import _load_torch
+        _load_torch.ENABLED = False
     torch.empty(1, device=a.device)  # the CUDA context, before the clock
     torch.cuda.synchronize(a.device)
     rows, held, sd = [], [], None

@@ -93,13 +93,14 @@ Status CudaTarget::Init() {
     return Status::Unsupported("host_register=on: " + host_register_.why);
   }
 
-  // The ring is reserved here and pinned by the workers, each its own
-  // part as it starts its first load (StagingSink::BeginWorker): the
-  // pinning runs on every worker at once and overlaps the first
-  // transfers instead of preceding them (see PinnedBuffer::Reserve).
+  // The ring is reserved here, one part per slot, and pinned slot by slot
+  // by the workers (see StagingSink): the pinning overlaps the caller's
+  // work before the first load and the first load's copies instead of
+  // preceding them (see PinnedBuffer::Reserve).
   WL_ASSIGN_OR_RETURN(
       PinnedBuffer ring,
-      PinnedBuffer::Reserve(config_.ring_bytes(), config_.threads));
+      PinnedBuffer::Reserve(config_.ring_bytes(),
+                            config_.threads * config_.slots_per_thread));
   streams_.assign(config_.streams, nullptr);
   for (auto& s : streams_) {
     WL_RETURN_IF_ERROR(CudaStatus(
@@ -116,11 +117,16 @@ Status CudaTarget::Init() {
                    device_);
   host_register_sink_.emplace(std::move(piece_events), streams_, device_);
   gds_.emplace(device_);
-  pool_.emplace(config_.threads);
+  // Each worker pins its first slot as soon as its thread starts, while
+  // the caller goes on (allocation, opening the files, the plan);
+  // AcquireSlot pins the rest and reports a failure.
+  pool_.emplace(config_.threads, [this](int w) { staging_->PinEarly(w); });
   return pool_->status();
 }
 
 CudaTarget::~CudaTarget() {
+  // The workers first: one may still be pinning its part of the ring.
+  pool_.reset();
   cudaSetDevice(device_);
   for (auto s : streams_) {
     if (s) {
@@ -253,11 +259,12 @@ void CudaTarget::EndLoad(const ExecStats&, LoadReport* report) {
   if (parts == 0) return;
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "staging ring pinned during this load: %d of %zu parts of "
-                "%.0f MiB, each by its worker as it started (touch + "
+                "staging ring pinned since the last load: %d of %zu slots "
+                "of %.0f MiB by their workers (first slots when the loader "
+                "was made, the rest when first used; touch + "
                 "cudaHostRegister), longest %.1f ms, sum %.1f ms",
                 parts, pin.size(),
-                static_cast<double>(staging_->ring_bytes()) / (1 << 20),
+                static_cast<double>(staging_->slot_bytes()) / (1 << 20),
                 longest * 1e3, sum * 1e3);
   report->notes.push_back(buf);
 }
