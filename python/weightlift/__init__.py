@@ -112,6 +112,9 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         return out
     from . import _load_torch
     if _load_torch.applies(dev, np):
+        # The loader first (made, or taken from the pool), as load_file
+        # does: its workers start pinning staging while the files open.
+        _core.check_options(dict(options, device=dev))
         items, report = _load_torch.load(_core.open_checkpoint(path), dev,
                                          options, progress, t_start=t0)
         out = StateDict(items)
