@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "dist/nccl_lib.h"
 #include "dist/thread_group.h"
 #include "format/synth.h"
+#include "format/testing/tensor_info.h"
 #include "weightlift/group.h"
 #include "weightlift/loader.h"
 
@@ -30,17 +32,7 @@ namespace weightlift::internal {
 namespace {
 
 using std::chrono::milliseconds;
-
-TensorInfo Tensor(std::string name, std::vector<uint64_t> shape) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.dtype = DType::kBF16;
-  t.shape = std::move(shape);
-  uint64_t elems = 1;
-  for (uint64_t d : t.shape) elems *= d;
-  t.size = elems * 2;
-  return t;
-}
+using testing::Tensor;
 
 // A small Llama-shaped set with uneven and empty tensors.
 std::vector<TensorInfo> Tensors() {
@@ -408,9 +400,18 @@ TEST(LoadWithGroup, TensorParallelPartsAndReplicatedTensorsReadOnce) {
     req.tp.plan = plan;
     return req;
   });
+  uint64_t read = 0;
   for (int r = 0; r < n; ++r) {
     const RankResult& rr = results[static_cast<size_t>(r)];
     ASSERT_TRUE(rr.status.ok()) << rr.status.ToString();
+    // The report adds up the batches' whole-tensor reads and part reads;
+    // a note of several batches is said once.
+    const LoadReport& rep = rr.result.report;
+    read += rep.bytes_read;
+    EXPECT_EQ(std::set<std::string>(rep.notes.begin(), rep.notes.end()).size(),
+              rep.notes.size())
+        << "rank " << r << ": a note repeats";
+    EXPECT_FALSE(rep.files.empty()) << "rank " << r;
     TensorParallel tp;
     tp.rank = r;
     tp.size = n;
@@ -428,6 +429,9 @@ TEST(LoadWithGroup, TensorParallelPartsAndReplicatedTensorsReadOnce) {
           << "rank " << r << " " << t.name;
     }
   }
+  // The parts of a split tensor make it whole and a replicated tensor is
+  // read by one rank: the group read every byte once (pread: no alignment).
+  EXPECT_EQ(read, ckpt->total_bytes());
 }
 
 TEST(LoadWithGroup, RanksThatDisagreeFailTogetherBeforeDataMoves) {

@@ -104,6 +104,24 @@ StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
   return Checkpoint(ckpt.files(), std::move(kept), ckpt.index_path());
 }
 
+// Adds what the load behind PART read to INTO, the report of a load made
+// of several: bytes read and transfer time add up, staging and threads are
+// the largest any part used, the files are the first part's (every part
+// opens the same ones), and each note is kept once.
+void AddReads(const LoadReport& part, LoadReport& into) {
+  into.bytes_read += part.bytes_read;
+  into.transfer_seconds += part.transfer_seconds;
+  into.staging_bytes = std::max(into.staging_bytes, part.staging_bytes);
+  into.threads = std::max(into.threads, part.threads);
+  if (into.files.empty()) into.files = part.files;
+  for (const std::string& note : part.notes) {
+    if (std::find(into.notes.begin(), into.notes.end(), note) ==
+        into.notes.end()) {
+      into.notes.push_back(note);
+    }
+  }
+}
+
 // One batch's reads of this rank, run on their own thread so that they
 // overlap the previous batch's collectives: READS (whole tensors and
 // all-gather rows) into the load's memory with LoadInto, then SLICES (this
@@ -126,15 +144,7 @@ class BatchReads {
           status_ = got.status();
           return;
         }
-        const LoadReport& r = got->report;
-        report_.bytes_read += r.bytes_read;
-        report_.transfer_seconds += r.transfer_seconds;
-        report_.staging_bytes =
-            std::max(report_.staging_bytes, r.staging_bytes);
-        report_.threads = std::max(report_.threads, r.threads);
-        if (report_.files.empty()) report_.files = r.files;
-        report_.notes.insert(report_.notes.end(), r.notes.begin(),
-                             r.notes.end());
+        AddReads(got->report, report_);
         parts_ = std::move(got->tensors);
       }
     });
@@ -310,18 +320,7 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     if (read.ok() && b + 1 < plan.batches) {
       pending = reads_of(b + 1);
     }
-    report.bytes_read += batch_report.bytes_read;
-    report.transfer_seconds += batch_report.transfer_seconds;
-    report.staging_bytes =
-        std::max(report.staging_bytes, batch_report.staging_bytes);
-    report.threads = std::max(report.threads, batch_report.threads);
-    if (report.files.empty()) report.files = batch_report.files;
-    for (const std::string& note : batch_report.notes) {
-      if (std::find(report.notes.begin(), report.notes.end(), note) ==
-          report.notes.end()) {
-        report.notes.push_back(note);
-      }
-    }
+    AddReads(batch_report, report);
     // Every rank learns whether every rank has its bytes of this batch, so
     // a rank whose read failed fails the group at once, with its reason.
     Status s = Exchange(group, device, read, std::string(32, '-'),

@@ -7,22 +7,12 @@
 #include <vector>
 
 #include "format/synth.h"
+#include "format/testing/tensor_info.h"
 
 namespace weightlift::internal {
 namespace {
 
-TensorInfo Tensor(std::string name, std::vector<uint64_t> shape,
-                  uint64_t offset = 0) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.dtype = DType::kBF16;
-  t.shape = std::move(shape);
-  uint64_t elems = 1;
-  for (uint64_t d : t.shape) elems *= d;
-  t.size = elems * 2;
-  t.offset = offset;
-  return t;
-}
+using testing::Tensor;
 
 // Every tensor arrives whole on every rank exactly once: broadcast from one
 // root, or all-gathered from equal dim-0 parts that tile it.
@@ -157,8 +147,8 @@ TEST(GroupPlan, ShardedModeKeepsSplitTensorsLocal) {
 }
 
 TEST(GroupFingerprint, ChangesWithPlanAndCheckpointNotRank) {
-  std::vector<TensorInfo> ts = {Tensor("a", {4, 4}, 100),
-                                Tensor("b", {4}, 132)};
+  std::vector<TensorInfo> ts = {Tensor("a", {4, 4}, DType::kBF16, 100),
+                                Tensor("b", {4}, DType::kBF16, 132)};
   std::vector<FileInfo> files(1);
   files[0].size = 140;
   TensorParallel tp;

@@ -5,22 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "format/testing/tensor_info.h"
 #include "weightlift/tensor_parallel.h"
 
 namespace weightlift {
 namespace {
 
-TensorInfo Tensor(std::string name, std::vector<uint64_t> shape,
-                  DType dtype = DType::kBF16) {
-  TensorInfo t;
-  t.name = std::move(name);
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  uint64_t elems = 1;
-  for (uint64_t d : t.shape) elems *= d;
-  t.size = elems * static_cast<uint64_t>(DTypeBits(dtype)) / 8;
-  return t;
-}
+using internal::testing::Tensor;
 
 TensorParallel Tp(int rank, int size, std::vector<TpPlanEntry> plan = {}) {
   TensorParallel tp;

@@ -179,47 +179,47 @@ std::string AutoOr(size_t v, const std::string& text) {
   return v == 0 ? "auto" : text;
 }
 
-// Parses the whole of TEXT as a decimal integer in [INT_MIN, INT_MAX].
-StatusOr<int> ParseInt(std::string_view name, std::string_view text) {
-  int v = 0;
+// InvalidArgument "option NAME = 'TEXT': WHY", the one wording of a value
+// SetLoadOption refuses.
+Status BadValue(std::string_view name, std::string_view text,
+                std::string_view why) {
+  return Status::InvalidArgument("option " + std::string(name) + " = '" +
+                                 std::string(text) + "': " + std::string(why));
+}
+
+// Parses the whole of TEXT as a decimal T (an int in [INT_MIN, INT_MAX], a
+// double); else BadValue saying EXPECTED.
+template <typename T>
+StatusOr<T> ParseNumber(std::string_view name, std::string_view text,
+                        std::string_view expected) {
+  T v{};
   const auto [end, ec] =
       std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Status::InvalidArgument("option " + std::string(name) + " = '" +
-                                   std::string(text) +
-                                   "': expected a decimal integer");
+    return BadValue(name, text, expected);
   }
   return v;
+}
+
+StatusOr<int> ParseInt(std::string_view name, std::string_view text) {
+  return ParseNumber<int>(name, text, "expected a decimal integer");
+}
+
+StatusOr<double> ParseFraction(std::string_view name, std::string_view text) {
+  return ParseNumber<double>(name, text, "expected a decimal number");
 }
 
 StatusOr<size_t> ParseSizeKnob(std::string_view name, std::string_view text) {
   StatusOr<uint64_t> v = ParseByteSize(text);
   if (!v.ok()) return v.status().WithContext("option " + std::string(name));
-  if (*v > SIZE_MAX) {
-    return Status::InvalidArgument("option " + std::string(name) + " = '" +
-                                   std::string(text) + "': too large");
-  }
+  if (*v > SIZE_MAX) return BadValue(name, text, "too large");
   return static_cast<size_t>(*v);
 }
 
 StatusOr<bool> ParseBool(std::string_view name, std::string_view text) {
   if (text == "true" || text == "on" || text == "1") return true;
   if (text == "false" || text == "off" || text == "0") return false;
-  return Status::InvalidArgument("option " + std::string(name) + " = '" +
-                                 std::string(text) +
-                                 "': expected true or false");
-}
-
-StatusOr<double> ParseFraction(std::string_view name, std::string_view text) {
-  double v = 0;
-  const auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Status::InvalidArgument("option " + std::string(name) + " = '" +
-                                   std::string(text) +
-                                   "': expected a decimal number");
-  }
-  return v;
+  return BadValue(name, text, "expected true or false");
 }
 
 }  // namespace

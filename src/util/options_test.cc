@@ -153,6 +153,21 @@ TEST(SetLoadOptionTest, BadNamesAndValuesNameTheKnob) {
     EXPECT_EQ(e.code(), StatusCode::kInvalidArgument) << name << "=" << value;
     EXPECT_NE(e.message().find(value), std::string::npos) << e.ToString();
   }
+  // The numbers' and switches' refusals in full: knob, value, what it wants.
+  const std::pair<std::pair<const char*, const char*>, const char*> said[] = {
+      {{"threads", "2.5"},
+       "option threads = '2.5': expected a decimal integer"},
+      {{"copy_streams", ""},
+       "option copy_streams = '': expected a decimal integer"},
+      {{"resident_threshold", "most"},
+       "option resident_threshold = 'most': expected a decimal number"},
+      {{"zero_copy", "yes"},
+       "option zero_copy = 'yes': expected true or false"},
+  };
+  for (const auto& [kv, message] : said) {
+    LoadOptions fresh;
+    EXPECT_EQ(SetLoadOption(fresh, kv.first, kv.second).message(), message);
+  }
 }
 
 TEST(LoadOptionsTest, ToStringNamesEveryKnobButTheDevice) {

@@ -6,6 +6,7 @@ import safetensors.torch
 import torch
 
 import weightlift
+import weightlift.torch  # not imported by `import weightlift` (PEP 562)
 from weightlift import _native, _options
 
 
