@@ -6,7 +6,7 @@ weightlift: 13.48 GB host->device
   +reads    the same 4 MiB / 16 streams copies while 16 dd processes read
             the checkpoint's files (page cache) in 8 MiB reads into their
             own buffers: host memory shared by the reads and the DMA
-Usage: python3 chunked_copy.py CKPT_DIR
+Usage: python3 chunked_copy.py CKPT_DIR [ROUNDS]
 """
 import os, sys, time
 import torch
@@ -79,7 +79,7 @@ def timed(label, fn, with_reads=False):
     print(f"{label:22s} {copy} {reads}", flush=True)
 
 
-for rnd in range(2):
+for rnd in range(int(sys.argv[2]) if len(sys.argv) > 2 else 2):
     print(f"-- round {rnd + 1}")
     timed("big 4 GiB x1 stream", run_big)
     for chunk_mib, ns in [(4, 16), (4, 4), (4, 1), (8, 16), (2, 16)]:
