@@ -249,9 +249,10 @@ void CudaTarget::EndLoad(const ExecStats&, LoadReport* report) {
   // Init): say what it cost, so the report accounts for it.
   const std::vector<double> pin = staging_->TakePinSeconds();
   int parts = 0;
-  double longest = 0, sum = 0;
+  double shortest = 0, longest = 0, sum = 0;
   for (double s : pin) {
     if (s <= 0) continue;
+    shortest = parts == 0 ? s : std::min(shortest, s);
     ++parts;
     longest = std::max(longest, s);
     sum += s;
@@ -262,10 +263,11 @@ void CudaTarget::EndLoad(const ExecStats&, LoadReport* report) {
                 "staging ring pinned since the last load: %d of %zu slots "
                 "of %.0f MiB by their workers (first slots when the loader "
                 "was made, the rest when first used; touch + "
-                "cudaHostRegister), longest %.1f ms, sum %.1f ms",
+                "cudaHostRegister), shortest %.2f ms, longest %.1f ms, sum "
+                "%.1f ms",
                 parts, pin.size(),
                 static_cast<double>(staging_->slot_bytes()) / (1 << 20),
-                longest * 1e3, sum * 1e3);
+                shortest * 1e3, longest * 1e3, sum * 1e3);
   report->notes.push_back(buf);
 }
 
