@@ -88,6 +88,51 @@ def test_get_slice_cuda_row_ranges_read_only_their_rows(every_dtype,
             assert storage_nbytes(got) == want[k].nbytes, k
 
 
+def test_get_slice_cuda_memory_comes_from_torchs_allocator(tmp_path):
+    """get_slice(...)[index] on cuda lands in memory of torch's caching
+    allocator (torch.cuda.memory_allocated counts exactly it while it
+    lives, and no more once it is gone): no cudaMalloc / cudaFree per call.
+    Rows, columns and an int index, equal to safetensors."""
+    gen = torch.Generator().manual_seed(3)
+    w = torch.randn(512, 1024, generator=gen)
+    path = str(tmp_path / "w.safetensors")
+    safetensors.torch.save_file({"w": w}, path)
+    with weightlift.safe_open(path, "pt", device="cuda:0") as f:
+        for index in [slice(100, 300), (slice(None), slice(7, 519)), 5]:
+            torch.cuda.synchronize()
+            before = torch.cuda.memory_allocated(0)
+            got = f.get_slice("w")[index]
+            assert torch.cuda.memory_allocated(0) - before == \
+                (got.numel() * 4 + 511) // 512 * 512, index
+            _same(got, w[index].to("cuda:0"), index)
+            del got
+            assert torch.cuda.memory_allocated(0) == before, index
+
+
+def test_get_slice_cuda_waits_for_work_queued_on_reused_memory(tmp_path):
+    """Memory torch's allocator hands to a slice may still be read by work
+    queued on the current stream (a tensor freed while a kernel reading it
+    waits): the slice's copies (on the loader's streams) must not land
+    before that work has run."""
+    gen = torch.Generator().manual_seed(4)
+    w = torch.randn(1024, 1024, generator=gen)
+    path = str(tmp_path / "w.safetensors")
+    safetensors.torch.save_file({"w": w}, path)
+    with weightlift.safe_open(path, "pt", device="cuda:0") as f:
+        f.get_slice("w")[0:1]  # the loader made and warm
+        a = torch.full((256, 1024), 3.0, device="cuda:0")
+        torch.cuda.synchronize()
+        torch.cuda._sleep(500_000_000)  # a long kernel queued first
+        b = a * 2  # reads A after the sleep
+        ptr = a.data_ptr()
+        del a  # back in torch's cache, still to be read by a * 2
+        got = f.get_slice("w")[256:512]
+        assert got.data_ptr() == ptr, "the allocator did not reuse A's block"
+        torch.cuda.synchronize()
+    assert torch.equal(b, torch.full_like(b, 6.0))
+    _same(got, w[256:512].to("cuda:0"), "w[256:512]")
+
+
 def test_cuda_tensors_outlive_loader_and_free(tmp_path):
     """load_file / load_checkpoint to cuda take their memory from torch's
     caching allocator, as safetensors' tensors do: torch counts it while a
