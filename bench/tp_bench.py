@@ -118,7 +118,7 @@ def run_rank(args):
     if report is not None:
         out["bytes_read"] = report.bytes_read
         out["report_seconds"] = report.seconds
-        out["notes"] = report.notes[:6]
+        out["notes"] = list(report.notes)
     if args.verify and args.method == "weightlift":
         want = st_slices(args.ckpt, args.n, args.r, dev)
         bad = [k for k in want if k not in got or got[k].dtype != want[k].dtype
@@ -174,9 +174,12 @@ def launch(args, method, n, ranks, tag, verify=False, env=None):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # No abbreviations: the rank subcommand's --n must not read as a prefix
+    # of the top-level --no-* flags ("ambiguous option").
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 allow_abbrev=False)
     sub = ap.add_subparsers(dest="cmd")
-    rank = sub.add_parser("rank")
+    rank = sub.add_parser("rank", allow_abbrev=False)
     for a in ("--ckpt", "--device", "--method", "--go", "--ready", "--out"):
         rank.add_argument(a, required=True)
     rank.add_argument("--n", type=int, required=True)

@@ -11,7 +11,12 @@
 // memcpy costs a fraction of that.
 //
 // The cost moves from per run to per covering page, so it pays only where
-// the runs are dense: rows at most kMappedRowsMaxPitch apart.
+// the runs are dense: rows at most kMappedRowsMaxPitch apart. Measured on
+// the H200 (bench/results/2026-12-03-h200-session6/callC/
+// tp6_rows_probe.log, 16 threads, thread time per run): 1 KB runs 8 KiB
+// apart 2.4 us (pread 4.8), 2.75 KB runs 21.5 KiB apart 4.1 us (9.4),
+// 7 KB runs 56 KiB apart 11.2 us (16.1). In a load, the TP rank's
+// transfer at n = 8 fell from 75 to 45 ms (callB/tp6_phases.log).
 //
 // Truncation: populating a range past the end of the file fails cleanly
 // (EFAULT), which is reported as an IoError naming the file and range, not
@@ -30,7 +35,7 @@ namespace weightlift::internal {
 
 // Rows further apart than this are read one ReadAt each: populating the
 // pages between them would cost more than the system calls it saves.
-inline constexpr uint64_t kMappedRowsMaxPitch = 32u << 10;
+inline constexpr uint64_t kMappedRowsMaxPitch = 64u << 10;
 
 // BASE, whose ReadRows copies runs at most kMappedRowsMaxPitch apart out of
 // a shared read-only mapping of each call's covering range (BASE's Map),

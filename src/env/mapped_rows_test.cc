@@ -44,7 +44,7 @@ const Shape kShapes[] = {
     {4097, 22016, 2752, 40},
     {13, 300, 7, 1000},
     {1 << 20, 4096, 4096, 16},
-    {0, 40000, 100, 20},
+    {0, 80000, 100, 20},
     {3, kMappedRowsMaxPitch, 33, 9},
     {(2 << 20) - 1000, 500, 100, 2},
 };
@@ -89,7 +89,7 @@ TEST_F(MappedRowsTest, CopiesDenseRunsFromAMappingAndSaysSo) {
   EXPECT_EQ(f->backend_name(), "pread");
   EXPECT_EQ(f->Degraded(), "");
   CheckShapes(*f);
-  // Every shape but the 40000-byte pitch went through the mapping.
+  // Every shape but the 80000-byte pitch went through the mapping.
   uint64_t runs = 0, calls = 0;
   for (const Shape& s : kShapes) {
     if (s.pitch <= kMappedRowsMaxPitch) runs += s.rows, ++calls;
