@@ -134,25 +134,71 @@ def test_get_slice_cuda_waits_for_work_queued_on_reused_memory(tmp_path):
 
 
 def test_cuda_tensors_outlive_loader_and_free(tmp_path):
+    """load_file / load_checkpoint to cuda take their memory from torch's
+    caching allocator, as safetensors' tensors do: torch counts it while a
+    tensor lives, gets it back when the last one dies, and empty_cache()
+    gives it to the driver. No loader-owned buffer is left behind."""
     path = str(tmp_path / "big.safetensors")
     safetensors.torch.save_file({"x": torch.full((32 << 20,), 7.0),
                                  "y": torch.arange(10)}, path)
     gc.collect()  # earlier tests' garbage must not be freed mid-count
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     base = _native._live_buffers()
+    held = torch.cuda.memory_allocated()
     d = weightlift.torch.load_file(path, device="cuda")
+    assert torch.cuda.memory_allocated() >= held + (128 << 20)
     x = d["x"]
     del d
     gc.collect()
     torch.cuda.synchronize()
     assert float(x[-1]) == 7.0 and x.is_cuda
+    assert _native._live_buffers() == base
     free_before, _ = torch.cuda.mem_get_info()
     del x
     gc.collect()
-    torch.cuda.synchronize()
-    assert _native._live_buffers() == base
+    assert torch.cuda.memory_allocated() == held
+    torch.cuda.empty_cache()
     free_after, _ = torch.cuda.mem_get_info()
-    # The loader's 128 MiB device buffer went back to the driver.
+    # The 128 MiB block went back to the driver.
     assert free_after >= free_before + (100 << 20)
+
+
+@pytest.mark.parametrize("torch_alloc", [True, False])
+def test_load_checkpoint_cuda_both_allocations(every_dtype, monkeypatch,
+                                               torch_alloc):
+    """Both ways to device memory (torch's allocator + LoadInto, and the
+    loader's own allocation + Load) give safetensors' tensors, in file order,
+    with a report of the whole call."""
+    from weightlift import _load_torch
+    monkeypatch.setattr(_load_torch, "ENABLED", torch_alloc)
+    path, _ = every_dtype
+    got = weightlift.load_checkpoint(path, device="cuda:0")
+    want = safetensors.torch.load_file(path, device="cuda:0")
+    assert list(got) == list(want)
+    for k in want:
+        _same(got[k], want[k], k)
+    r = got.report
+    assert r is weightlift.last_report() and r.device == "cuda:0"
+    assert r.bytes == sum(v.nbytes for v in want.values())
+    parts = r.setup_seconds + r.open_seconds + r.alloc_seconds + \
+        r.transfer_seconds
+    assert parts <= r.seconds + 1e-6
+    assert any("python:" in n for n in r.notes) == torch_alloc
+
+
+def test_load_checkpoint_cuda_waits_for_torch_stream(tmp_path):
+    """The block torch hands out may have been freed by work still queued on
+    its stream; the load must not write into it before that work is done."""
+    path = str(tmp_path / "w.safetensors")
+    w = torch.arange(1 << 24, dtype=torch.float32)
+    safetensors.torch.save_file({"w": w}, path)
+    a = torch.zeros(1 << 24, device="cuda:0")
+    for _ in range(2000):  # ~0.1 s of kernels queued, each writing a
+        a.add_(1.0)
+    del a  # its block is free for the next allocation of this size
+    got = weightlift.load_checkpoint(path, device="cuda:0")["w"]
+    assert torch.equal(got.cpu(), w)
 
 
 def test_iter_and_load_into_cuda(every_dtype):
