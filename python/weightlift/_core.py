@@ -67,6 +67,13 @@ def _pool_key(options: Dict[str, Any]) -> tuple:
     return tuple(sorted(options.items()))
 
 
+def has_idle_loader(options: Dict[str, Any]) -> bool:
+    """Whether pooled_loader(OPTIONS) would find a loader made already."""
+    key = _pool_key(normalize(options))
+    with _pool_lock:
+        return bool(_idle.get(key))
+
+
 @contextlib.contextmanager
 def pooled_loader(options: Dict[str, Any]):
     """Yields an idle loader for OPTIONS (or a new one); puts it back after
