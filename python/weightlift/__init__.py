@@ -112,11 +112,12 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         return out
     from . import _load_torch
     if _load_torch.applies(dev, np):
-        # The loader first (made, or taken from the pool), as load_file
-        # does: its workers start pinning staging while the files open.
-        _core.check_options(dict(options, device=dev))
-        items, report = _load_torch.load(_core.open_checkpoint(path), dev,
-                                         options, progress, t_start=t0)
+        # The checkpoint opens while the loader is made (first call) and its
+        # workers start pinning their staging.
+        ckpt, open_s = _load_torch.open_beside_loader(
+            path, dict(options, device=dev))
+        items, report = _load_torch.load(ckpt, dev, options, progress,
+                                         t_start=t0, open_s=open_s)
         out = StateDict(items)
         out.report = report
         return out
