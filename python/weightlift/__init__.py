@@ -28,6 +28,10 @@ import time
 from typing import Any, Dict
 
 from . import _core
+# load_checkpoint's and load_file's path to a CUDA device (and _dtypes with
+# it): small, torch-free modules, imported here rather than inside a user's
+# first call.
+from . import _load_torch  # noqa: F401
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
