@@ -152,3 +152,35 @@ def test_load_slices_into_refuses_what_does_not_fit(big_file):
     with pytest.raises(weightlift.NotFoundError, match="'nope' is not in"):
         _native.load_slices_into(loader, ckpt, [("nope", [], 0, 0)])
     assert not out.any()  # nothing was written
+
+
+def test_row_runs_of_a_resident_file_are_copied_from_a_mapping(tmp_path):
+    """A column slice (a row-parallel TP part) of a file in the page cache:
+    in auto mode its row runs are copied out of a populated mapping
+    (src/env/mapped_rows_file.h), bit-exact, the report says so and counts
+    only the selected bytes as read; backend="pread" reads them one pread
+    each, with the same bytes."""
+    rng = np.random.default_rng(9)
+    w = rng.integers(-2**15, 2**15, (2048, 4096), dtype=np.int16)
+    path = str(tmp_path / "w.safetensors")
+    safetensors.numpy.save_file({"w": w}, path)
+    with open(path, "rb") as f:  # resident, whatever the writer did
+        while f.read(1 << 24):
+            pass
+    ckpt = _core.open_checkpoint(path)
+    # 2048 runs of 4200 bytes, 8 KiB apart: over half the file, so not a
+    # "small read" (open_files.h): the file's residency is sampled.
+    part = w[:, 0:2100]
+    for backend, mapped in (("auto", True), ("pread", False)):
+        loader = _core.make_loader({"backend": backend})
+        got = _slices.load_slices(
+            loader, ckpt, [("w", [(0, 2048, 1), (0, 2100, 1)], [])],
+            "np", "cpu")[0]
+        assert got.tobytes() == part.tobytes(), backend
+        report = weightlift.last_report()
+        assert report.bytes_read == part.nbytes, backend
+        notes = " ".join(report.notes)
+        assert "1 as row runs in 2048 reads" in notes, notes
+        assert ("2048 row runs in" in notes and
+                "copied from a mapping of the page cache" in notes) == mapped, \
+            (backend, notes)
