@@ -67,13 +67,6 @@ def _pool_key(options: Dict[str, Any]) -> tuple:
     return tuple(sorted(options.items()))
 
 
-def has_idle_loader(options: Dict[str, Any]) -> bool:
-    """Whether pooled_loader(OPTIONS) would find a loader made already."""
-    key = _pool_key(normalize(options))
-    with _pool_lock:
-        return bool(_idle.get(key))
-
-
 @contextlib.contextmanager
 def pooled_loader(options: Dict[str, Any]):
     """Yields an idle loader for OPTIONS (or a new one); puts it back after
@@ -99,6 +92,13 @@ def pooled_loader(options: Dict[str, Any]):
                 stack = _idle.setdefault(key, [])
                 if len(stack) < _MAX_IDLE:
                     stack.append(loader)
+
+
+def has_idle_loader(options: Dict[str, Any]) -> bool:
+    """Whether a load with OPTIONS would take a pooled loader (no setup)."""
+    key = _pool_key(normalize(options))
+    with _pool_lock:
+        return bool(_idle.get(key))
 
 
 def check_options(options: Dict[str, Any]) -> None:
