@@ -37,7 +37,7 @@ GPU machine (H200):
       --md $OUT/compare.md --png $OUT/compare.png --json $OUT/compare.json
   first calls only (bench/h200_run.sh stage first7):
   python3 bench/compare.py --device cuda:0 --layouts llama2-7b \\
-      --modes first --repeat 3 --e2e none --md $OUT/first.md
+      --modes first --repeat 3 --budget 100 --e2e none --md $OUT/first.md
 CPU-only smoke run (tiny layout synthesized here):
   python3 bench/compare.py --device cpu --layouts tiny --e2e none \\
       --md /tmp/compare.md --png /tmp/compare.png
@@ -594,21 +594,38 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
     best, every, places, how_evicted, dropped = {}, {}, {}, {}, set()
     listed = (first_call_methods if state == "first" else methods)(args.device)
     ms = [m for m in listed if not wanted or m[0] in wanted]
+    cost = {}  # seconds the last run of each method took, all in
     for rnd in range(reps):
         shift = rnd % len(ms) if ms else 0
+        if state == "first":
+            # Nothing evicts between fresh processes (each method only
+            # reads the files): warm once per round, not once per run.
+            warm(files)
         for place, (name, fn, ours) in enumerate(ms[shift:] + ms[:shift]):
             if name in dropped:
                 continue
+            if args.budget and rnd > 0 and (
+                    time.perf_counter() - args.t_start + cost.get(name, 0)
+                    > args.budget):
+                note = (f"{layout} {state}: round {rnd + 1} of {reps} not run "
+                        f"for {name} (--budget {args.budget:.0f} s)")
+                results["notes"].append(note)
+                log(note)
+                continue
+            t_run = time.perf_counter()
             try:
                 if state == "cold":
                     how_evicted[name] = evict(files)
-                elif state in ("warm", "first"):
+                elif state == "warm":
                     warm(files)
                 if state == "first":
                     secs, n, path_how = time_in_fresh_process(
                         name, path, args.device)
                 else:
                     secs, n, path_how = time_method(fn, path, args.device)
+                cost[name] = time.perf_counter() - t_run
+                log(f"{layout} {state} round {rnd + 1} {name}: {secs:.3f} s "
+                    f"({cost[name]:.1f} s with its process and warming)")
             except ImportError as e:
                 note = (f"{name}: skipped, not importable ({e.name}: "
                         f"{str(e)[:200]})")
@@ -627,6 +644,23 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
             places.setdefault(name, []).append(place + 1)
             if name not in best or secs < best[name][0]:
                 best[name] = (secs, n, path_how)
+            if args.flush:  # the table so far, in case the run is cut short
+                args.flush(collect(ms, best, every, places, how_evicted,
+                                   dropped, layout, state, nbytes))
+    runs = collect(ms, best, every, places, how_evicted, dropped, layout,
+                   state, nbytes)
+    for rec in runs:
+        log(f"{layout} {state:5s} {rec['method']:26s} {rec['seconds']:8.3f} s "
+            f"{rec['gbps']:7.2f} GB/s {rec['how']} (runs: "
+            + " ".join(f"{x:.3f}" for x in rec["every_seconds"])
+            + " s; places: "
+            + " ".join(str(p) for p in rec["every_place_in_round"]) + ")")
+    return runs
+
+
+def collect(ms, best, every, places, how_evicted, dropped, layout, state,
+            nbytes):
+    """The table rows of one state: each method's best run."""
     runs = []
     for name, _, ours in ms:
         if name in dropped or name not in best:
@@ -640,11 +674,26 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
         if state == "cold":
             rec["evicted_by"] = how_evicted[name]
         runs.append(rec)
-        log(f"{layout} {state:5s} {name:26s} {secs:8.3f} s "
-            f"{rec['gbps']:7.2f} GB/s {path_how} (runs: "
-            + " ".join(f"{x:.3f}" for x in every[name]) + " s; places: "
-            + " ".join(str(p) for p in places[name]) + ")")
     return runs
+
+
+def with_ratios(state_runs):
+    """STATE_RUNS with each one's ratio to the best peer of the state."""
+    peers = [r["gbps"] for r in state_runs if not r["ours"]]
+    for r in state_runs:
+        r["ratio"] = r["gbps"] / max(peers) if peers else None
+    return state_runs
+
+
+def write_outputs(results, args, extra=()):
+    """The markdown table (--md) and --json, with EXTRA rows (a state still
+    being measured) after the finished ones."""
+    full = dict(results, runs=results["runs"] + with_ratios(list(extra)))
+    with open(args.md, "w") as f:
+        f.write(markdown(full))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(full, f, indent=1)
 
 
 def main():
@@ -670,7 +719,13 @@ def main():
     ap.add_argument("--png", default="compare.png")
     ap.add_argument("--json", default=None)
     ap.add_argument("--keep-shm", action="store_true")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds: after the first round, a run that would "
+                         "end past this (by the method's last run) is left "
+                         "out, and the table says so (0: no limit)")
     args = ap.parse_args()
+    args.t_start = time.perf_counter()
+    args.flush = None
     args.modes = args.modes.split(",")
     os.makedirs(args.work, exist_ok=True)
     weightlift = import_weightlift()
@@ -705,24 +760,17 @@ def main():
                     shutil.copytree(src, path)
             files = shard_files(path)
             reps = args.cold_repeat if state == "cold" else args.repeat
+            args.flush = lambda runs: write_outputs(results, args, runs)
             state_runs = measure_state(layout, state, path, files, nbytes,
                                        reps, wanted, args, results)
-            peers = [r["gbps"] for r in state_runs if not r["ours"]]
-            for r in state_runs:
-                r["ratio"] = r["gbps"] / max(peers) if peers else None
-            results["runs"] += state_runs
+            results["runs"] += with_ratios(state_runs)
             if state == "shm" and not args.keep_shm:
                 shutil.rmtree(path, ignore_errors=True)
     if args.e2e != "none":
         run_e2e(args, results)
 
-    md = markdown(results)
-    print(md)
-    with open(args.md, "w") as f:
-        f.write(md)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    print(markdown(results))
+    write_outputs(results, args)
     try:
         chart(results, args.png)
     except ImportError:

@@ -1,71 +1,108 @@
-"""The first load of a fresh process, end to end (issue 13).
+"""The first load of a fresh process, end to end (issue 13), and the calls
+after it.
 
-    python3 bench/first_call.py DIR [--device cuda:0] [--calls 3]
+    python3 bench/first_call.py DIR [--device cuda:0] [--later free,free]
+                                    [--alloc torch|native] [--json]
 
-Run once per fresh process: creates the CUDA context (and measures the
-pinned host-to-device copy ceiling, 4 GiB) before the clock starts, then
-times weightlift.load_checkpoint(DIR, device=DEV) CALLS times, each
-synchronized, and prints per call the wall time, GB/s, the ratio to the
-ceiling and the report's own accounting of the call (setup: loader
-creation with its staging, registration and threads; open; allocation;
-transfer). The first call is the one a new user times.
+Run once per fresh process: makes the CUDA context before the clock starts,
+then times weightlift.load_checkpoint(DIR, device=DEV), synchronized: the
+first call, then one later call per word of --later, each after the
+previous state dict was
+  free   deleted right before the call,
+  sleep  deleted, then 1 s of sleep (lets the driver finish whatever it does
+         with freed device memory before the next call),
+  keep   kept alive (the call gets new device memory).
+--alloc native loads into the loader's own cudaMalloc (Loader::Load, the
+way before torch's allocator was used). The pinned host-to-device copy
+ceiling (bench/ceiling.py: 4 GiB, best of 3) is measured AFTER the calls, so that nothing
+allocates or frees device memory before the first call.
+
+Per call: wall time, GB/s, ratio to the ceiling, the report's accounting
+(seconds, setup: loader creation; open; alloc; transfer) and the part of the
+wall time the report does not cover (wall - report.seconds). The first call
+is the one a new user times.
 """
 
 import argparse
+import gc
 import json
 import time
 
 import torch
+from ceiling import pinned_copy_ceiling  # bench/ceiling.py
 
 import weightlift
-
-
-def pinned_ceiling(device, nbytes=4 << 30):
-    src = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-    dst = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    best = 1e9
-    for _ in range(3):
-        torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        dst.copy_(src, non_blocking=True)
-        torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - t0)
-    del src, dst
-    torch.cuda.empty_cache()
-    return nbytes / best / 1e9
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--device", default="cuda:0")
-    ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--later", default="free,free",
+                    help="comma list of free / sleep / keep, one per call "
+                         "after the first")
+    ap.add_argument("--alloc", default="torch", choices=["torch", "native"])
+    ap.add_argument("--calls", type=int, default=None,
+                    help="(old form) CALLS - 1 later calls, each 'free'")
+    ap.add_argument("--opt", action="append", default=[], metavar="K=V",
+                    help="a load option for every call (ints as ints)")
+    ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    opts = {}
+    for kv in a.opt:
+        k, v = kv.split("=", 1)
+        opts[k] = int(v) if v.lstrip("-").isdigit() else v
+    later = [w for w in a.later.split(",") if w]
+    if a.calls is not None:
+        later = ["free"] * (a.calls - 1)
+    if a.alloc == "native":
+        from weightlift import _load_torch
+        _load_torch.ENABLED = False
     torch.empty(1, device=a.device)  # the CUDA context, before the clock
-    ceiling = pinned_ceiling(a.device)
-    print(f"pinned host->device ceiling: {ceiling:.1f} GB/s")
-    rows = []
-    for call in range(1, a.calls + 1):
+    torch.cuda.synchronize(a.device)
+    rows, held, sd = [], [], None
+    for call, how in enumerate(["first"] + later, 1):
+        if how == "keep":
+            held.append(sd)
+        sd = None
+        gc.collect()
+        if how == "sleep":
+            time.sleep(1.0)
         torch.cuda.synchronize(a.device)
         t0 = time.perf_counter()
-        sd = weightlift.load_checkpoint(a.dir, device=a.device)
+        sd = weightlift.load_checkpoint(a.dir, device=a.device, **opts)
         torch.cuda.synchronize(a.device)
         dt = time.perf_counter() - t0
         r = weightlift.last_report()
         nbytes = sum(t.numel() * t.element_size() for t in sd.values())
-        gbps = nbytes / dt / 1e9
-        setup = getattr(r, "setup_seconds", None)
-        print(f"call {call}: {dt:.3f} s end to end, {gbps:.1f} GB/s = "
-              f"{gbps / ceiling:.2f}x the ceiling; report: seconds "
-              f"{r.seconds:.3f} (setup "
-              f"{setup if setup is None else round(setup, 3)}, open "
-              f"{r.open_seconds:.3f}, alloc {r.alloc_seconds:.3f}, transfer "
-              f"{r.transfer_seconds:.3f})")
-        rows.append({"call": call, "seconds": dt, "gb_per_s": gbps,
-                     "ratio": gbps / ceiling, "report": r.__dict__.get(
-                         "_text", str(r))})
-        del sd
-    print(json.dumps({"ceiling_gb_per_s": ceiling, "calls": rows}))
+        rows.append({"call": call, "before": how, "alloc": a.alloc,
+                     "seconds": dt, "bytes": nbytes,
+                     "report_seconds": r.seconds,
+                     "setup": r.setup_seconds, "open": r.open_seconds,
+                     "alloc_seconds": r.alloc_seconds,
+                     "transfer": r.transfer_seconds,
+                     "notes": [n for n in r.notes
+                               if "pinned" in n or "python" in n]})
+    sd = None
+    held.clear()
+    gc.collect()
+    ceiling = pinned_copy_ceiling(a.device, nbytes=4 << 30)
+    print(f"alloc={a.alloc} {' '.join(a.opt)}; pinned host->device ceiling (after the calls): "
+          f"{ceiling:.1f} GB/s")
+    for x in rows:
+        gbps = x["bytes"] / x["seconds"] / 1e9
+        x["gb_per_s"], x["ratio"] = gbps, gbps / ceiling
+        print(f"call {x['call']} ({x['before']}): {x['seconds']:.3f} s end to "
+              f"end, {gbps:.1f} GB/s = {gbps / ceiling:.2f}x the ceiling; "
+              f"report {x['report_seconds']:.3f} s (setup {x['setup']:.4f}, "
+              f"open {x['open']:.4f}, alloc {x['alloc_seconds']:.4f}, "
+              f"transfer {x['transfer']:.3f} = "
+              f"{x['bytes'] / x['transfer'] / 1e9:.1f} GB/s); not in the "
+              f"report {1e3 * (x['seconds'] - x['report_seconds']):.1f} ms")
+        for n in x["notes"]:
+            print("    " + n)
+    if a.json:
+        print(json.dumps({"ceiling_gb_per_s": ceiling, "calls": rows}))
 
 
 if __name__ == "__main__":

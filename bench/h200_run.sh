@@ -22,7 +22,8 @@
 #            call in a fresh process (CUDA context made before the clock),
 #            against the pinned-copy ceiling; weightlift.load_checkpoint,
 #            safetensors, fastsafetensors, runai, InstantTensor default and
-#            buffered (wheels in .whl)
+#            buffered (wheels in .whl); FIRST_BUDGET seconds: rounds after
+#            the first are left out when they would end past it
 #   ttft7    bench/e2e_ttft.py on llama2-7b: time to the first token in a
 #            fresh process, split into imports, model build, weights and
 #            first token, transformers' from_pretrained against weightlift's
@@ -184,7 +185,7 @@ stage_first() {  # LAYOUT: first calls in fresh processes, warm page cache
   synth "$1" "/var/tmp/wl_$1" || { say "synth failed"; return 1; }
   timeout "${COMPARE_TIMEOUT:-560}" python3 bench/compare.py --device cuda:0 \
     --layouts "$1" --dir "$1=/var/tmp/wl_$1" --cli "$WL" --modes first \
-    --repeat "${REPEAT:-3}" --e2e none --md "$OUT/first_$1.md" \
+    --repeat "${REPEAT:-3}" --budget "${FIRST_BUDGET:-0}" --e2e none --md "$OUT/first_$1.md" \
     --png "$OUT/first_$1.png" --json "$OUT/first_$1.json" \
     > "$OUT/first_$1.log" 2>&1
   say "first exit $?"; grep -E "^\| |ceiling" "$OUT/first_$1.md" >> "$SUMMARY"

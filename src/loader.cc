@@ -35,6 +35,14 @@ class OptionsStampingLoader final : public Loader {
     if (report != nullptr) report->options = inner_->options();
     return s;
   }
+  Status LoadSlicesInto(const Checkpoint& ckpt,
+                        std::span<const TensorRequest> requests,
+                        std::span<const Destination> dests, LoadReport* report,
+                        const LoadCallbacks& callbacks) override {
+    Status s = inner_->LoadSlicesInto(ckpt, requests, dests, report, callbacks);
+    if (report != nullptr) report->options = inner_->options();
+    return s;
+  }
   const LoadOptions& options() const override { return inner_->options(); }
 
  private:

@@ -101,6 +101,19 @@ class Loader {
                           LoadReport* report = nullptr,
                           const LoadCallbacks& callbacks = {}) = 0;
 
+  // LoadSlices into the caller's memory: request k (a whole tensor or a
+  // slice, as LoadSlices reads it) lands C-contiguous at DESTS[k].data,
+  // whose size must equal the selection's bytes (DESTS[k].name is not
+  // read: the request names the tensor). Lets a caller take the memory
+  // from its own allocator (PyTorch's caching allocator instead of a
+  // cudaMalloc per call). On error the destinations' contents are
+  // unspecified and the status says what failed.
+  virtual Status LoadSlicesInto(const Checkpoint& ckpt,
+                                std::span<const TensorRequest> requests,
+                                std::span<const Destination> dests,
+                                LoadReport* report = nullptr,
+                                const LoadCallbacks& callbacks = {}) = 0;
+
   virtual const LoadOptions& options() const = 0;
 };
 

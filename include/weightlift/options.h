@@ -106,6 +106,13 @@ struct LoadOptions {
   // pays off only over many reads; a refusal is not retried by the loader.
   // 0: always; SIZE_MAX: never.
   size_t uring_register_min_bytes = 256u << 20;
+  // Processes loading at once on this host, e.g. tensor-parallel ranks
+  // sharing one machine (torchrun's LOCAL_WORLD_SIZE; Python fills it from
+  // that variable when it is not given). With threads = 0 the automatic
+  // thread count divides the cores among them instead of every process
+  // starting one thread per core; the report says so. 1: this process
+  // alone.
+  int local_world_size = 1;
 
   // InvalidArgument if a knob is out of range (names the knob and value).
   // The one check of the options: loaders call it before anything else.
@@ -120,7 +127,8 @@ struct LoadOptions {
 // The knobs SetLoadOption knows, in the order ToString prints them:
 // device, backend, gds, host_register, threads, chunk, cuda_chunk, staging,
 // queue_depth, direct_min_bytes, copy_streams, resident_threshold,
-// zero_copy, host_register_piece, host_buffer_cache, uring_register_min.
+// zero_copy, host_register_piece, host_buffer_cache, uring_register_min,
+// local_world_size.
 const std::vector<std::string_view>& LoadOptionNames();
 
 // Sets the knob NAME (one of LoadOptionNames) of OPTIONS from VALUE as text,
@@ -131,6 +139,7 @@ const std::vector<std::string_view>& LoadOptionNames();
 //   gds, host_register   auto | on | off
 //   zero_copy            true | false (also on/off, 1/0)
 //   threads, queue_depth, copy_streams   a decimal integer (0: auto)
+//   local_world_size     a decimal integer, 1 to 1024
 //   resident_threshold   a decimal fraction, 0 to 1
 //   chunk                bytes per read (ParseByteSize); for CUDA devices
 //                        also the staging slot (sets chunk_bytes and

@@ -28,6 +28,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -42,6 +43,7 @@
 #include "env/mapping.h"
 #include "format/held_files.h"
 #include "module_common.h"
+#include "plan/selection.h"
 #include "util/clock.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
@@ -53,7 +55,9 @@ namespace {
 using internal::Clock;
 using internal::File;
 using internal::Mapping;
+using internal::RowBlock;
 using internal::SecondsSince;
+using internal::TensorSelection;
 
 // Memory a copied tensor owns, freed when the last tensor viewing it goes:
 // std::aligned_alloc (64-byte aligned) for small tensors; from
@@ -89,6 +93,132 @@ StatusOr<std::shared_ptr<OwnedBytes>> Allocate(uint64_t size,
                                      " bytes for tensor '" + name + "'");
   }
   return owned;
+}
+
+// ---- get_slice's index, read in C++ ------------------------------------
+//
+// The indices a slice call nearly always gets (ints, slices of ints and
+// None, one Ellipsis, or a tuple of them) are read here, by the same rules
+// as weightlift._slice_index (torch's basic indexing for "pt", safetensors'
+// own for "np"), so that a small slice costs what it costs in safetensors.
+// Everything else, and everything those rules refuse, is left to
+// _slice_index (ReadIndex / SliceRanges return false), which raises the
+// errors with their exact words or hands the index to torch.
+
+struct IndexPart {
+  enum Kind { kInt, kSlice, kEllipsis } kind = kInt;
+  long long value = 0;  // kInt
+  // kSlice: bounds (when given) and step.
+  bool has_start = false, has_stop = false;
+  long long start = 0, stop = 0, step = 1;
+};
+
+// V as an exact int (not bool, not an __index__ object); false otherwise
+// or on overflow.
+bool ExactInt(PyObject* v, long long* out) {
+  if (!PyLong_CheckExact(v)) return false;
+  int overflow = 0;
+  *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+  return overflow == 0 && !(*out == -1 && PyErr_Occurred());
+}
+
+// INDEX (one item or a tuple of items) as parts; false for anything but
+// exact ints, slices of exact ints / None (step None or an exact int) and
+// Ellipsis.
+bool ReadIndex(PyObject* index, std::vector<IndexPart>* parts) {
+  const bool tuple = PyTuple_CheckExact(index);
+  const Py_ssize_t n = tuple ? PyTuple_GET_SIZE(index) : 1;
+  parts->resize(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = tuple ? PyTuple_GET_ITEM(index, i) : index;
+    IndexPart& p = (*parts)[static_cast<size_t>(i)];
+    p = IndexPart{};  // the vector is reused from call to call
+    if (item == Py_Ellipsis) {
+      p.kind = IndexPart::kEllipsis;
+    } else if (PySlice_Check(item)) {
+      auto* sl = reinterpret_cast<PySliceObject*>(item);
+      p.kind = IndexPart::kSlice;
+      if (sl->start != Py_None) {
+        if (!ExactInt(sl->start, &p.start)) return false;
+        p.has_start = true;
+      }
+      if (sl->stop != Py_None) {
+        if (!ExactInt(sl->stop, &p.stop)) return false;
+        p.has_stop = true;
+      }
+      if (sl->step != Py_None && !ExactInt(sl->step, &p.step)) return false;
+    } else if (!ExactInt(item, &p.value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// PARTS against SHAPE as one DimSlice per dimension plus the dimensions an
+// int drops, by framework NUMPY's rules; false where _slice_index decides
+// (it raises, or for "pt" torch does).
+bool SliceRanges(const std::vector<IndexPart>& parts,
+                 const std::vector<uint64_t>& shape, bool numpy,
+                 std::vector<DimSlice>* ranges, std::vector<bool>* squeeze) {
+  const size_t ndim = shape.size();
+  size_t ellipses = 0;
+  for (const IndexPart& p : parts) ellipses += p.kind == IndexPart::kEllipsis;
+  if (ellipses > 1) return false;
+  const size_t fixed = parts.size() - ellipses;
+  if (fixed > ndim) return false;  // too many indices: both raise
+  // Ellipsis: whole dimensions for what the others leave (safetensors'
+  // max(0, ndim - len(parts) + 1) is the same once fixed <= ndim).
+  ranges->clear();
+  squeeze->assign(ndim, false);
+  for (const IndexPart& p : parts) {
+    const size_t d = ranges->size();
+    if (p.kind == IndexPart::kEllipsis) {
+      for (size_t k = 0; k < ndim - fixed; ++k) {
+        // safetensors checks the ':' an Ellipsis stands for like any
+        // other (start 0 of an empty dimension is out of bounds).
+        if (numpy && shape[ranges->size()] == 0) return false;
+        ranges->push_back(DimSlice{0, shape[ranges->size()], 1});
+      }
+      continue;
+    }
+    const long long n = static_cast<long long>(shape[d]);
+    if (p.kind == IndexPart::kInt) {
+      long long i = p.value;
+      if (numpy && (i < INT_MIN || i > INT_MAX)) return false;  // pyo3 i32
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return false;
+      ranges->push_back(
+          DimSlice{static_cast<uint64_t>(i), static_cast<uint64_t>(i) + 1, 1});
+      (*squeeze)[d] = true;
+      continue;
+    }
+    if (p.step <= 0) return false;
+    long long start, stop;
+    if (numpy) {
+      // Unsigned bounds, no clamping: safetensors raises where torch clamps.
+      if ((p.has_start && p.start < 0) || (p.has_stop && p.stop < 0)) {
+        return false;
+      }
+      start = p.has_start ? p.start : 0;
+      stop = p.has_stop ? p.stop : n;
+      if (start >= n || stop > n || stop < start) return false;
+    } else {  // slice.indices(n) for a positive step, then stop >= start
+      auto clamp = [n](long long v) {
+        if (v < 0) v += n;
+        return v < 0 ? 0 : v > n ? n : v;
+      };
+      start = p.has_start ? clamp(p.start) : 0;
+      stop = p.has_stop ? clamp(p.stop) : n;
+      if (stop < start) stop = start;
+    }
+    ranges->push_back(DimSlice{static_cast<uint64_t>(start),
+                               static_cast<uint64_t>(stop),
+                               static_cast<uint64_t>(p.step)});
+  }
+  while (ranges->size() < ndim) {
+    ranges->push_back(DimSlice{0, shape[ranges->size()], 1});
+  }
+  return true;
 }
 
 // What one HostReads::Get did, kept as plain numbers; the LoadReport (and
@@ -244,6 +374,60 @@ class HostReads {
     return Finish(data, std::move(rep), t0, Clock::now());
   }
 
+  // get_slice(NAME)[INDEX] on cpu: (data, shape, HostReport) with the
+  // elements INDEX selects copied on the calling thread out of the
+  // handle's mapping of the file into memory of their own (a bytearray,
+  // from kHugeCopyBytes on huge-page memory as a writable memoryview; None
+  // when empty), SHAPE the result's (dimensions an int drops left out).
+  // None where this path does not serve it: an index beyond ReadIndex /
+  // SliceRanges (weightlift._slice_index reads it, and raises what it
+  // refuses), a dtype of less than a byte, a file this path does not
+  // serve. Raises NotFound for an unknown NAME.
+  nb::object Slice(const std::string& name, nb::handle index, bool numpy) {
+    const auto t0 = Clock::now();
+    const TensorInfo* found = ckpt_->Find(name);
+    if (found == nullptr) {
+      Raise(Status::NotFound("File does not contain tensor " + name));
+    }
+    const TensorInfo& ti = *found;
+    const int bits = DTypeBits(ti.dtype);
+    if (bits <= 0 || bits % 8 != 0) return nb::none();
+    thread_local std::vector<IndexPart> parts;
+    thread_local std::vector<DimSlice> ranges;
+    thread_local std::vector<bool> squeeze;
+    if (!ReadIndex(index.ptr(), &parts) ||
+        !SliceRanges(parts, ti.shape, numpy, &ranges, &squeeze)) {
+      return nb::none();
+    }
+    const auto index_of = static_cast<uint32_t>(&ti - ckpt_->tensors().data());
+    StatusOr<TensorSelection> sel =
+        internal::SelectSlice(ti, index_of, bits, ranges);
+    if (!sel.ok()) return nb::none();  // _slice_index names the problem
+    auto rep = NewReport();
+    rep->tensors.push_back({ti.file, ti.size});
+    rep->sliced = true;
+    if (!Ready(ti.file)) return nb::none();
+    rep->open_seconds = SecondsSince(t0);
+    const auto t1 = Clock::now();
+    nb::object data = CopySelection(*sel, ti, rep.get());
+    size_t kept = 0;
+    for (size_t d = 0; d < ti.shape.size(); ++d) kept += !squeeze[d];
+    nb::object shape = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(kept)));
+    if (!shape.is_valid()) throw nb::python_error();
+    for (size_t d = 0, k = 0; d < ti.shape.size(); ++d) {
+      if (squeeze[d]) continue;
+      PyObject* dim = PyLong_FromUnsignedLongLong(sel->shape[d]);
+      if (dim == nullptr) throw nb::python_error();
+      PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(k++), dim);
+    }
+    rep->slice_bytes = sel->bytes;
+    rep->transfer_seconds = SecondsSince(t1);
+    rep->seconds = SecondsSince(t0);
+    return nb::make_tuple(
+        std::move(data), std::move(shape),
+        nb::cast(rep.release(), nb::rv_policy::take_ownership));
+  }
+
  private:
   struct FileState {
     std::shared_ptr<File> file;    // pread, checked at the first use
@@ -363,6 +547,52 @@ class HostReads {
     return ExportBytes(data, ti.size, cpu, std::move(owned), as_memoryview);
   }
 
+  // SEL's bytes (of tensor TI, in the prepared file) copied row by row
+  // out of the file's mapping into new memory, as Slice returns it; the
+  // file checked unchanged after the copy (before it too for a view
+  // handle, by Ready), so a change during the copy is an error.
+  nb::object CopySelection(const TensorSelection& sel, const TensorInfo& ti,
+                           HostReport* rep) {
+    if (sel.bytes == 0) return nb::none();
+    FileState& fs = files_[ti.file];
+    const std::byte* base = fs.map->data();
+    auto copy = [&](std::byte* dst) {
+      for (const RowBlock& b : sel.blocks) {
+        const std::byte* src = base + b.file_offset;
+        if (b.rows <= 1) {
+          std::memcpy(dst, src, b.width);
+          dst += b.width;
+          continue;
+        }
+        for (uint64_t r = 0; r < b.rows; ++r, src += b.pitch) {
+          std::memcpy(dst, src, b.width);
+          dst += b.width;
+        }
+      }
+    };
+    rep->bytes_read += sel.bytes;
+    if (sel.bytes < kHugeCopyBytes) {
+      nb::object ba = nb::steal(PyByteArray_FromStringAndSize(
+          nullptr, static_cast<Py_ssize_t>(sel.bytes)));
+      if (!ba.is_valid()) throw nb::python_error();
+      copy(reinterpret_cast<std::byte*>(PyByteArray_AS_STRING(ba.ptr())));
+      RaiseIfError(internal::CheckUnchanged(*fs.file), ti);
+      return ba;
+    }
+    std::shared_ptr<OwnedBytes> owned =
+        ValueOrRaise(Allocate(sel.bytes, ti.name));
+    Status read;
+    {
+      nb::gil_scoped_release nogil;
+      copy(static_cast<std::byte*>(owned->data));
+      read = internal::CheckUnchanged(*fs.file);
+    }
+    RaiseIfError(read, ti);
+    void* data = owned->data;  // before OWNED is moved from
+    return ExportBytes(data, sel.bytes, Device::Cpu(), std::move(owned),
+                       /*as_memoryview=*/true);
+  }
+
   // Raises STATUS, naming tensor TI, unless it is OK (the name is added
   // only then: no string is built on the per-call path).
   static void RaiseIfError(const Status& status, const TensorInfo& ti) {
@@ -423,7 +653,8 @@ void BindHostReads(nb::module_& m) {
           "checkpoint"_a, "options"_a, "view"_a)
       .def("get", &HostReads::Get, "names"_a, "memoryview"_a = false)
       .def("get_one", &HostReads::GetOne, "name"_a, "memoryview"_a = false)
-      .def("peek", &HostReads::Peek, "name"_a, "memoryview"_a = false);
+      .def("peek", &HostReads::Peek, "name"_a, "memoryview"_a = false)
+      .def("slice", &HostReads::Slice, "name"_a, "index"_a.none(), "numpy"_a);
 }
 
 }  // namespace weightlift::python

@@ -271,10 +271,6 @@ void SetTransportDevice(GroupTransport& t, const Device& d);
 
 namespace {
 
-struct PyLoader {
-  std::shared_ptr<Loader> loader;
-};
-
 PyLoader CreateLoader(const nb::dict& opts) {
   LoadOptions o = OptionsFromDict(opts);
   StatusOr<std::unique_ptr<Loader>> l = Status::Internal("unset");
@@ -397,6 +393,7 @@ Job* StartLoadGroup(
 
 void BindTensorParallel(nb::module_& m);  // tp_bindings.cc
 void BindHostReads(nb::module_& m);       // host_reads.cc
+void BindSliceLoads(nb::module_& m);      // slice_loads.cc
 
 }  // namespace weightlift::python
 
@@ -453,6 +450,7 @@ NB_MODULE(_native, m) {
 
   BindTensorParallel(m);
   BindHostReads(m);
+  BindSliceLoads(m);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)

@@ -175,6 +175,7 @@ nb::dict OptionsDict(const LoadOptions& o) {
   d["host_register_piece"] = o.host_register_piece_bytes;
   d["host_buffer_cache"] = o.host_buffer_cache_bytes;
   d["uring_register_min"] = o.uring_register_min_bytes;
+  d["local_world_size"] = o.local_world_size;
   return d;
 }
 

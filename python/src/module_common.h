@@ -70,4 +70,16 @@ struct PyCheckpoint {
   std::shared_ptr<const Checkpoint> ckpt;
 };
 
+// weightlift._native.Loader.
+struct PyLoader {
+  std::shared_ptr<Loader> loader;
+};
+
+// weightlift._native.Report: a finished load's LoadReport, turned into the
+// dict weightlift.report.LoadReport takes only when Python asks
+// (last_report()), so a short load does not pay for strings nobody reads.
+struct NativeReport {
+  LoadReport report;
+};
+
 }  // namespace weightlift::python

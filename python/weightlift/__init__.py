@@ -17,11 +17,14 @@ Beyond it:
 
 Options are keyword arguments (see ``default_options()``); errors are
 WeightliftError subclasses (see weightlift._errors). Returned tensors are
-zero-copy views of the loader's memory and free it when the last one dies.
+zero-copy views of the loader's memory and free it when the last one dies;
+on a CUDA device that memory is one block of torch's caching allocator
+(weightlift._load_torch), as safetensors' tensors are.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict
 
 from . import _core
@@ -86,6 +89,7 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     """Loads a whole checkpoint: one .safetensors file, a
     model.safetensors.index.json, or a directory of shards. Returns every
     tensor (file order) in a dict with ``.report`` attached."""
+    t0 = time.perf_counter()
     from . import _dtypes
     from ._options import device_string
 
@@ -103,6 +107,16 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         tp = _tp.take_tp(options, path)  # tp_rank/tp_size/tp_plan/...
     if tp is not None:
         items, report = _tp.load(path, dev, tp, options, progress, np)
+        out = StateDict(items)
+        out.report = report
+        return out
+    from . import _load_torch
+    if _load_torch.applies(dev, np):
+        # The loader first (made, or taken from the pool), as load_file
+        # does: its workers start pinning staging while the files open.
+        _core.check_options(dict(options, device=dev))
+        items, report = _load_torch.load(_core.open_checkpoint(path), dev,
+                                         options, progress, t_start=t0)
         out = StateDict(items)
         out.report = report
         return out

@@ -20,14 +20,16 @@ _POLL_S = 0.05
 def last_report() -> Optional[LoadReport]:
     """The LoadReport of the calling thread's most recent load (any API)."""
     report = getattr(_last, "report", None)
-    if isinstance(report, _native.HostReport):  # built when first asked
+    if isinstance(report, (_native.HostReport, _native.Report)):
+        # Built when first asked for.
         report = _last.report = LoadReport(report.as_dict())
     return report
 
 
 def set_last_report(report) -> None:
     """REPORT: a LoadReport, or a native HostReport (safe_open's per-call
-    path), turned into one by last_report() only if someone asks."""
+    path) or Report (load_slices_into), turned into one by last_report()
+    only if someone asks."""
     _last.report = report
 
 

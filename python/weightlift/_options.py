@@ -31,6 +31,10 @@ zero_copy            cpu only, default False: tensors are views of a private
 host_register_piece  bytes per cudaHostRegister piece; 0 = default
 host_buffer_cache    bytes of freed host destinations kept for reuse
 uring_register_min   loads and files from this size register their ring
+local_world_size     processes loading at once on this host (tensor-parallel
+                     ranks sharing it): the automatic thread count divides
+                     the cores among them; default: the LOCAL_WORLD_SIZE
+                     environment variable (torchrun sets it), else 1
 ===================  =======================================================
 
 Sizes: an int is bytes; a string is bytes or a number with a unit. K, M, G,
@@ -41,6 +45,7 @@ C++ parser itself.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict
 
 from . import _errors, _native
@@ -49,7 +54,7 @@ OPTION_NAMES = tuple(_native.option_names())
 _SIZE_OPTIONS = ("chunk", "cuda_chunk", "staging", "direct_min_bytes",
                  "host_register_piece", "host_buffer_cache",
                  "uring_register_min")
-_INT_OPTIONS = ("threads", "queue_depth", "copy_streams")
+_INT_OPTIONS = ("threads", "queue_depth", "copy_streams", "local_world_size")
 
 
 def parse_size(value: Any, name: str = "size") -> int:
@@ -145,4 +150,10 @@ def normalize(options: Dict[str, Any]) -> Dict[str, str]:
                 raise TypeError(f"{key}: expected an int, got {value!r}")
             out[key] = str(value)
     out.setdefault("device", "cpu")
+    if "local_world_size" not in out:
+        # torchrun's count of processes on this host: ranks that load at
+        # once share its cores (the C++ LoadOptions::local_world_size).
+        env = os.environ.get("LOCAL_WORLD_SIZE", "")
+        if env.isdigit() and int(env) >= 1:
+            out["local_world_size"] = str(int(env))
     return out

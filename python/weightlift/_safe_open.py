@@ -73,6 +73,23 @@ class _Source:
         self.rows = {r[0]: r for r in rows}
         self.host = _host_reads(ckpt, self.numpy, options)
         self._converters: Dict[str, Any] = {}  # name -> bytes -> tensor
+        # name -> the framework's dtype of its slices (slice_dtype)
+        self.slice_dtypes: Dict[str, Any] = {}
+        # numpy or torch (the module, for frombuffer and empty), once a
+        # slice asks for it
+        self.framework = None
+
+    def slice_dtype(self, name: str):
+        """The torch / numpy dtype of tensor NAME's slices, remembered;
+        raises the layout's error for a dtype the framework lacks."""
+        _, dt, shape, *_ = self.rows[name]
+        layout = _dtypes.numpy_layout if self.numpy else _dtypes.torch_layout
+        dtype = self.slice_dtypes[name] = layout(dt, shape, name)[0]
+        if self.framework is None:
+            import importlib
+            self.framework = importlib.import_module(
+                "numpy" if self.numpy else "torch")
+        return dtype
 
     def _convert(self, name, dt, shape, data, device):
         if self.numpy:
@@ -253,8 +270,14 @@ class safe_open:  # noqa: N801 - safetensors' name
         return dict(self._open_source().load_all())
 
     def get_slice(self, name: str) -> "SafeSlice":
-        info = self.tensor_info(name)
-        return SafeSlice(self._open_source(), info)
+        src = self._source
+        if src is None:
+            self._open_source()  # raises "File is closed"
+        row = self._info.get(name)
+        if row is None:
+            raise TensorNotFoundError(f"File does not contain tensor {name}",
+                                      code="NotFound")
+        return SafeSlice(src, row, self._paths)
 
     def _open_source(self) -> _Source:
         if self._source is None:
@@ -272,26 +295,48 @@ class SafeSlice:
     """``get_slice(name)``: shape and dtype without loading; ``[index]``
     reads just the part the index selects (see the module docstring)."""
 
-    def __init__(self, source: _Source, info: TensorInfo):
+    def __init__(self, source: _Source, row: tuple, paths: List[str]):
         self._source = source
-        self._info = info
+        self._row = row  # the checkpoint's (name, dtype, shape, file, ...)
+        self._paths = paths
         self._full = None  # the whole tensor, for indices torch resolves
         self._layout = None  # (dtype, shape) in the framework, once known
 
+    @property
+    def _info(self) -> TensorInfo:
+        name, dt, shape, file, offset, size = self._row
+        return TensorInfo(name, dt, list(shape), self._paths[file], offset,
+                          size)
+
     def get_shape(self) -> List[int]:
-        return list(self._info.shape)
+        return list(self._row[2])
 
     def get_dtype(self) -> str:
         """The safetensors dtype string, e.g. "BF16"."""
-        return self._info.dtype
+        return self._row[1]
 
     def __len__(self) -> int:
-        if not self._info.shape:
+        if not self._row[2]:
             raise TypeError("len() of a 0-d tensor")
-        return self._info.shape[0]
+        return self._row[2][0]
 
     def __getitem__(self, index):
-        src, info = self._source, self._info
+        src = self._source
+        host = src.host
+        if host is not None:  # cpu: the per-call path, kept short
+            name = self._row[0]
+            dtype = src.slice_dtypes.get(name)
+            if dtype is None:  # raises for a dtype the framework lacks
+                dtype = src.slice_dtype(name)
+            got = host.slice(name, index, src.numpy)
+            if got is not None:
+                data, shape, report = got
+                _core._last.report = report  # see set_last_report
+                if data is None:  # nothing selected
+                    return src.framework.empty(shape, dtype=dtype)
+                part = src.framework.frombuffer(data, dtype=dtype)
+                return part if len(shape) == 1 else part.reshape(shape)
+        info = self._info
         fw = "np" if src.numpy else "pt"
         sel = _slice_index.select(index, info.shape, fw)
         if sel is not None and _dtypes.BITS[info.dtype] % 8 == 0:
@@ -321,11 +366,45 @@ class SafeSlice:
             part = self._from_mapping(sel, *layout)
             if part is not None:
                 return part
+        elif not src.numpy and src.device != "cpu":
+            part = self._to_device(sel, *layout)
+            if part is not None:
+                return part
         with _core.pooled_loader(src.options) as loader:
             (part,) = _slices.load_slices(
                 loader, src.ckpt, [(info.name, sel.ranges, sel.squeeze)],
                 "np" if src.numpy else "pt", src.device)
         return part
+
+    def _to_device(self, sel: "_slice_index.Selection", dtype, shape):
+        """get_slice's path to a CUDA device: the selection read by the
+        loader (as _slices.load_slices reads it) on the calling thread
+        (_native.load_slices_into: no job thread, the report built only if
+        asked for) into a tensor from torch's caching allocator (no
+        cudaMalloc / cudaFree per call); None for an empty selection (the
+        loader's own path makes those)."""
+        import torch
+
+        src, info = self._source, self._info
+        out = torch.empty([_slice_index.count(*r) for r in sel.ranges],
+                          dtype=dtype, device=src.device)
+        nbytes = out.numel() * out.element_size()
+        if nbytes == 0:
+            return None
+        # The caching allocator may hand out memory that work still queued
+        # on the current stream reads (freed by the caller, reused in that
+        # stream's order); the loader copies on streams of its own, so that
+        # work must be done first. .to(device) from pageable memory (what
+        # safetensors' get_slice is followed by) waits for it too.
+        torch.cuda.current_stream(out.device).synchronize()
+        with _core.pooled_loader(src.options) as loader:
+            report = _native.load_slices_into(
+                loader, src.ckpt,
+                [(info.name, sel.ranges, out.data_ptr(), nbytes)])
+        _core.set_last_report(report)
+        if sel.squeeze:
+            out = out.reshape(_slice_index.result_shape(sel))
+        return out
 
     def _from_mapping(self, sel: "_slice_index.Selection", dtype, shape):
         """get_slice's per-call path on cpu: the elements SEL selects,

@@ -2,8 +2,10 @@
 
     from weightlift.torch import load_file   # was: from safetensors.torch
 
-Tensors are zero-copy views of memory the C++ loader allocated (on the
-requested device); they stay valid for as long as any of them lives.
+Tensors are zero-copy views of memory the C++ loader allocated on the host,
+or of one block of torch's caching allocator on a CUDA device (as
+safetensors' tensors are, see weightlift._load_torch); they stay valid for
+as long as any of them lives.
 Load options (backend, threads, ...) may be passed as keyword arguments; see
 ``weightlift._options``. ``save_file``/``save``/``save_model`` are forwarded
 to the safetensors package when it is installed (weightlift only reads).
@@ -33,6 +35,10 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
     _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     _dtypes.check_framework_types(ckpt.tensors(), numpy=False)
+    from . import _load_torch
+    if _load_torch.applies(options["device"], False):
+        return dict(_load_torch.load(ckpt, options["device"], options,
+                                     progress)[0])
     items, dev, _ = _core.load_raw(ckpt, progress=progress, **options)
     return {name: _dtypes.to_torch(dt, shape, data, dev, name)
             for name, dt, shape, data in items}

@@ -27,8 +27,14 @@ StatusOr<CudaLoaderConfig> ResolveCudaConfig(const LoadOptions& options,
   // even when CreateCudaLoader is called directly).
   WL_RETURN_IF_ERROR(options.Validate());
   CudaLoaderConfig c;
-  c.threads =
-      ThreadCount(options.threads, ThreadUse::kCudaStaging, hardware_threads);
+  c.threads = ThreadCount(options.threads, ThreadUse::kCudaStaging,
+                          hardware_threads, options.local_world_size);
+  if (std::string note =
+          SharedCoresNote(options.threads, c.threads, hardware_threads,
+                          options.local_world_size);
+      !note.empty()) {
+    c.notes.push_back(std::move(note));
+  }
   size_t chunk =
       options.cuda_chunk_bytes ? options.cuda_chunk_bytes : kDefaultChunkBytes;
   c.slot_bytes = AlignUp(chunk, kPageBytes);

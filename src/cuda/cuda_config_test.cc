@@ -37,6 +37,27 @@ TEST(CudaConfig, FewHardwareThreadsAndUnknownCount) {
   EXPECT_EQ(u->threads, 8);
 }
 
+// Tensor-parallel ranks on one host (local_world_size) share its cores:
+// the automatic count is this process's share, and the report says so.
+TEST(CudaConfig, CoLocatedRanksShareTheCoresWithANote) {
+  LoadOptions o = Cuda();
+  o.local_world_size = 8;
+  auto c = ResolveCudaConfig(o, 16);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->threads, 2);
+  EXPECT_EQ(c->streams, 2);
+  ASSERT_EQ(c->notes.size(), 1u);
+  EXPECT_NE(c->notes[0].find("threads: 2, this process's share of 16 cores "
+                             "shared by 8 processes"),
+            std::string::npos)
+      << c->notes[0];
+  o.threads = 6;  // asked for: no sharing, no note
+  c = ResolveCudaConfig(o, 16);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->threads, 6);
+  EXPECT_TRUE(c->notes.empty());
+}
+
 TEST(CudaConfig, ChunkAndPieceRoundUpToPages) {
   LoadOptions o = Cuda();
   o.cuda_chunk_bytes = (1u << 20) + 1;

@@ -81,13 +81,21 @@ StatusOr<PinnedBuffer> PinnedBuffer::Allocate(uint64_t bytes) {
 StatusOr<PinnedBuffer> PinnedBuffer::Reserve(uint64_t bytes, int parts) {
   PinnedBuffer b;
   if (bytes == 0) return b;
-  WL_ASSIGN_OR_RETURN(b.mapping_,
-                      Mapping::Anonymous(bytes, "pinned staging memory", true));
+  // The ring starts on a 2 MiB boundary (the mapping is 2 MiB longer), so
+  // that parts of whole 2 MiB make whole huge pages: each worker faults in
+  // and pins only pages of its own part, a few huge pages instead of
+  // thousands of 4 KiB ones.
+  constexpr uint64_t kHuge = 2u << 20;
+  WL_ASSIGN_OR_RETURN(
+      b.mapping_,
+      Mapping::Anonymous(bytes + kHuge, "pinned staging memory", true));
   const uint64_t page = 4096;
   const uint64_t n = static_cast<uint64_t>(std::max(parts, 1));
   b.part_bytes_ = (bytes / n + page - 1) / page * page;
   b.pinned_.assign(n, 0);
-  b.data_ = b.mapping_.data();
+  b.pin_seconds_ = std::make_unique<std::atomic<double>[]>(n);
+  const auto at = reinterpret_cast<uintptr_t>(b.mapping_.data());
+  b.data_ = b.mapping_.data() + ((kHuge - at % kHuge) % kHuge);
   b.size_ = bytes;
   return b;
 }
@@ -105,6 +113,7 @@ Status PinnedBuffer::PinPart(int part, int device) {
   }
   const uint64_t len = std::min(part_bytes_, size_ - at);
   WL_RETURN_IF_ERROR(UseDevice(device));
+  const auto t = Clock::now();
   std::byte* p = data_ + at;
   // Touch first (this thread's first touch: its own NUMA node, zeroed
   // pages in place), so that registering only pins pages already there.
@@ -122,7 +131,16 @@ Status PinnedBuffer::PinPart(int part, int device) {
                : st;
   }
   pinned_[part] = 1;
+  pin_seconds_[part].store(SecondsSince(t), std::memory_order_relaxed);
   return Status::OK();
+}
+
+std::vector<double> PinnedBuffer::TakePinSeconds() {
+  std::vector<double> out(pinned_.size(), 0.0);
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k] = pin_seconds_[k].exchange(0.0, std::memory_order_relaxed);
+  }
+  return out;
 }
 
 void PinnedBuffer::Reset() {
@@ -149,6 +167,7 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
     part_bytes_ = std::exchange(o.part_bytes_, 0);
     pinned_ = std::move(o.pinned_);
     o.pinned_.clear();
+    pin_seconds_ = std::move(o.pin_seconds_);
   }
   return *this;
 }

@@ -5,8 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +61,10 @@ class PinnedBuffer {
     return part >= 0 && static_cast<size_t>(part) < pinned_.size() &&
            pinned_[part];
   }
+  // Seconds the pinning of each part took (touch + register) since the
+  // last TakePinSeconds; 0 for parts not pinned in that time. Call it only
+  // while no part is being pinned (between loads).
+  std::vector<double> TakePinSeconds();
   PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
   ~PinnedBuffer() { Reset(); }
@@ -74,6 +80,9 @@ class PinnedBuffer {
   // One flag per part, each written only by the thread pinning it (a
   // vector<char>, not vector<bool>: no two parts share a byte).
   std::vector<char> pinned_;
+  // Per part: seconds its pinning took, until TakePinSeconds. Atomic: a
+  // worker may pin its part while another thread takes the figures.
+  std::unique_ptr<std::atomic<double>[]> pin_seconds_;
 };
 
 // Device memory from cudaMalloc on one device. Move-only.

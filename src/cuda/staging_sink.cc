@@ -38,16 +38,25 @@ Status StagingSink::BeginWorker(int w) {
   Worker& wk = workers_[w];
   wk.next = 0;
   for (Slot& s : wk.slots) s.chunk = nullptr;
-  WL_RETURN_IF_ERROR(UseDevice(device_));
-  // Worker w's slots are part w of the ring (see the constructor); the
-  // first load a worker takes part in pins it.
-  return ring_.PinPart(w, device_);
+  // Slots are pinned when first taken (AcquireSlot), not here: the
+  // worker's first copy waits for one slot's pinning, and the next slot
+  // pins while that copy runs.
+  return UseDevice(device_);
+}
+
+void StagingSink::PinEarly(int w) {
+  if (static_cast<size_t>(w) < workers_.size() && !workers_[w].slots.empty()) {
+    (void)ring_.PinPart(Part(w, 0), device_);
+  }
 }
 
 StatusOr<SinkSlot> StagingSink::AcquireSlot(int w, const ReadChunk&,
                                             CompletionTracker& done) {
   Worker& wk = workers_[w];
   const int i = wk.next;
+  if (const int part = Part(w, i); !ring_.part_pinned(part)) {
+    WL_RETURN_IF_ERROR(ring_.PinPart(part, device_));
+  }
   wk.next = (i + 1) % static_cast<int>(wk.slots.size());
   Slot& s = wk.slots[i];
   if (s.chunk != nullptr) {

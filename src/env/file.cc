@@ -32,6 +32,15 @@ std::string DescribeIdentityChange(const FileIdentity& before,
          std::to_string(now.mtime_ns) + ")";
 }
 
+Status File::ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
+                      uint64_t rows, std::byte* dst) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    WL_RETURN_IF_ERROR(
+        ReadAt(offset + r * pitch, std::span(dst + r * width, width)));
+  }
+  return Status::OK();
+}
+
 StatusOr<Mapping> File::Map(uint64_t, uint64_t, MapAccess) const {
   return Status::Unsupported("file '" + path() + "' (" +
                              std::string(backend_name()) +

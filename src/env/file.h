@@ -99,6 +99,18 @@ class File {
   // Thread-safe: concurrent ReadAt calls on one File are allowed.
   virtual Status ReadAt(uint64_t offset, std::span<std::byte> dst) = 0;
 
+  // Reads ROWS runs of WIDTH bytes, the first at OFFSET and each PITCH
+  // bytes after the one before, packed back to back into DST (ROWS * WIDTH
+  // bytes): a slice's row runs. The default is one ReadAt per run, so its
+  // errors are ReadAt's (file, offset, length); a File that can copy the
+  // runs more cheaply (out of a mapping of the page cache,
+  // env/mapped_rows_file.h) overrides it with the same contract.
+  // REQUIRES: PITCH >= WIDTH when ROWS > 1; the runs meet ReadAt's
+  //   alignment rule.
+  // Thread-safe as ReadAt.
+  virtual Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
+                          uint64_t rows, std::byte* dst);
+
   // The file's identity now (fstat; a HEAD for object storage), to compare
   // with identity(): a file changed in place shows a new size or mtime.
   // Thread-safe.

@@ -111,6 +111,23 @@ StatusOr<Mapping> Mapping::OfDescriptor(int fd, const std::string& path,
   return m;
 }
 
+int Mapping::PopulateRead(uint64_t offset, uint64_t length) const {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;  // linux/mman.h, Linux 5.14
+#endif
+  if (length == 0) return 0;
+  const uint64_t page = PageSize();
+  const uintptr_t first =
+      reinterpret_cast<uintptr_t>(data_ + offset) / page * page;
+  const uint64_t end = reinterpret_cast<uintptr_t>(data_ + offset) + length;
+  int rc;
+  do {
+    rc = ::madvise(reinterpret_cast<void*>(first), end - first,
+                   MADV_POPULATE_READ);
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0 ? 0 : errno;
+}
+
 void Mapping::AdviseSequential() const {
   if (base_ != nullptr) (void)::madvise(base_, length_, MADV_SEQUENTIAL);
 }

@@ -46,6 +46,16 @@ class Mapping {
   uint64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
+  // Maps every page of [OFFSET, OFFSET + LENGTH) of data() into the page
+  // tables now, reading in any that are not in the page cache
+  // (MADV_POPULATE_READ, Linux 5.14+): later copies out of the range take
+  // no page faults. 0 when done; else the errno: EINVAL where the kernel
+  // does not know the advice (the caller falls back to reads), EFAULT when
+  // a page lies past the end of the file (it shrank: touching the range
+  // would raise SIGBUS), ENOMEM, EIO, EHWPOISON. EINTR is retried.
+  // REQUIRES: the range lies within [0, size()).
+  int PopulateRead(uint64_t offset, uint64_t length) const;
+
   // Advisory hints on the whole mapping; failures are ignored.
   void AdviseSequential() const;
   void AdviseWillNeed() const;

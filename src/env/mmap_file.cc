@@ -8,9 +8,12 @@
 // SIGBUS; closing it would need a SIGBUS handler, which a library must not
 // install behind its host's back. Use pread-based backends for files that
 // other processes may rewrite during a load.
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "env/backends.h"
+#include "env/mapped_rows_file.h"
 
 namespace weightlift::internal {
 namespace {
@@ -30,6 +33,26 @@ class MmapFile final : public PosixFile {
                              DescribeRange(path(), offset, dst.size()));
     }
     std::memcpy(dst.data(), mapping_.data() + offset, dst.size());
+    return Status::OK();
+  }
+  // One size check per call, not per run; the covering range is populated
+  // first, so a file that shrank before is an IoError, not a SIGBUS.
+  Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
+                  uint64_t rows, std::byte* dst) override {
+    if (rows <= 1 || width == 0) {
+      return File::ReadRows(offset, pitch, width, rows, dst);
+    }
+    if (rows > size() / std::max<uint64_t>(pitch, 1) + 1 || offset > size() ||
+        (rows - 1) * pitch + width > size() - offset) {
+      return File::ReadRows(offset, pitch, width, rows, dst);  // names it
+    }
+    const uint64_t cover = (rows - 1) * pitch + width;
+    WL_ASSIGN_OR_RETURN(uint64_t now, FdSize(fd(), path()));
+    if (now < offset + cover) return ShrankUnderMapping(path(), offset, cover);
+    const int err = PopulateFileRange(mapping_, 0, offset, cover);
+    if (err == EFAULT) return ShrankUnderMapping(path(), offset, cover);
+    // Any other refusal: the copies fault the pages in, as ReadAt's do.
+    CopyRows(mapping_.data() + offset, pitch, width, rows, dst);
     return Status::OK();
   }
   std::string_view backend_name() const override {

@@ -7,10 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "env/fault_file.h"
@@ -301,6 +304,63 @@ TEST(Executor, PlanLargerThanTheSlotsIsAnInternalError) {
   RunPlan(plan, files, sink, pool, RunOptions{}, done, nullptr);
   EXPECT_EQ(done.first_error().code(), StatusCode::kInternal);
   EXPECT_EQ(sink.begun(), 0) << "no worker starts on a plan that cannot fit";
+}
+
+}  // namespace
+}  // namespace weightlift::internal
+
+namespace weightlift::internal {
+namespace {
+
+// ThreadPool's ON_START runs once on each worker's own thread, before that
+// worker takes any job: a job given right after creation waits for it, and
+// the worker that runs job index i is the thread that ran on_start(i).
+TEST(ThreadPoolTest, OnStartRunsFirstOnEachWorkersOwnThread) {
+  constexpr int kThreads = 4;
+  std::mutex mu;
+  std::map<int, std::thread::id> started;
+  std::vector<std::atomic<bool>> done(kThreads);
+  ThreadPool pool(kThreads, [&](int i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      started[i] = std::this_thread::get_id();
+    }
+    done[i] = true;
+  });
+  ASSERT_TRUE(pool.status().ok());
+  std::map<int, std::thread::id> ran;
+  std::vector<bool> after_start(kThreads, false);
+  pool.Run([&](int i) {
+    const bool started_first = done[i].load();
+    std::lock_guard<std::mutex> lock(mu);
+    ran[i] = std::this_thread::get_id();
+    after_start[i] = started_first;
+  });
+  ASSERT_EQ(ran.size(), static_cast<size_t>(kThreads));
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_TRUE(after_start[i]) << i;
+    EXPECT_EQ(ran[i], started.at(i)) << i;
+  }
+  int calls = 0;
+  pool.Run([&](int) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++calls;
+  });
+  EXPECT_EQ(calls, kThreads);
+  EXPECT_EQ(started.size(), static_cast<size_t>(kThreads));  // not again
+}
+
+// A pool destroyed while its workers are still in ON_START waits for them.
+TEST(ThreadPoolTest, DestroyedDuringOnStartWaitsForIt) {
+  std::atomic<int> finished{0};
+  {
+    ThreadPool pool(3, [&](int) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      finished.fetch_add(1);
+    });
+  }
+  EXPECT_EQ(finished.load(), 3);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "exec/host_loader.h"
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "exec/bounce_pool.h"
@@ -124,6 +125,7 @@ class HostTarget final : public LoadTarget {
   // queued while some workers copy out of the bounce buffer).
   int warm_threads_;
   int cold_threads_;
+  int route_threads_ = 0;  // the last Route's: this load's thread count
   ThreadPool pool_;
 };
 
@@ -194,6 +196,7 @@ StatusOr<Routing> HostTarget::Route(const Checkpoint& ckpt,
   struct Route r;
   r.sink = &sink_;
   r.threads = any_direct ? cold_threads_ : warm_threads_;
+  route_threads_ = r.threads;
   r.plan.chunk_bytes = options_.chunk_bytes;
   r.plan.direct_min_bytes = options_.direct_min_bytes;
   routing.routes.push_back(r);
@@ -202,6 +205,12 @@ StatusOr<Routing> HostTarget::Route(const Checkpoint& ckpt,
 
 void HostTarget::EndLoad(const ExecStats& stats, LoadReport* report) {
   report->threads = stats.threads;
+  if (std::string note = SharedCoresNote(options_.threads, route_threads_,
+                                         std::thread::hardware_concurrency(),
+                                         options_.local_world_size);
+      !note.empty()) {
+    report->notes.push_back(std::move(note));
+  }
   if (stats.bounce_chunks > 0 && stats.direct_chunks == 0 &&
       report->bytes > 0) {
     report->notes.push_back(
@@ -235,8 +244,12 @@ StatusOr<std::unique_ptr<Loader>> CreateHostLoader(const LoadOptions& options,
                                    options.device.ToString());
   }
   // threads = 0: see ThreadUse (and HostTarget::cold_threads_).
-  const int warm = ThreadCount(options.threads, ThreadUse::kBufferedReads);
-  const int cold = ThreadCount(options.threads, ThreadUse::kDirectReads);
+  const unsigned cores = std::thread::hardware_concurrency();
+  const int sharing = options.local_world_size;
+  const int warm =
+      ThreadCount(options.threads, ThreadUse::kBufferedReads, cores, sharing);
+  const int cold =
+      ThreadCount(options.threads, ThreadUse::kDirectReads, cores, sharing);
   const auto t_setup = Clock::now();
   // Slots hold one chunk aligned up to 4096 (the planner never makes a
   // bounce chunk larger than chunk_bytes rounded down to the alignment).

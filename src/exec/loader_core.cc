@@ -38,6 +38,10 @@ class CoreLoader final : public Loader {
                                   const LoadCallbacks& callbacks) override;
   Status LoadInto(const Checkpoint& ckpt, std::span<const Destination> dests,
                   LoadReport* report, const LoadCallbacks& callbacks) override;
+  Status LoadSlicesInto(const Checkpoint& ckpt,
+                        std::span<const TensorRequest> requests,
+                        std::span<const Destination> dests, LoadReport* report,
+                        const LoadCallbacks& callbacks) override;
   const LoadOptions& options() const override { return options_; }
 
  private:
@@ -51,6 +55,14 @@ class CoreLoader final : public Loader {
                                       const std::vector<TensorSelection>& sels,
                                       const LoadCallbacks& callbacks,
                                       Clock::time_point t0);
+  // LoadInto() and LoadSlicesInto(): SELS into the caller's DESTS (one per
+  // selection, sizes checked). REQUIRES mu_ held.
+  Status LoadSelectionsInto(const Checkpoint& ckpt,
+                            const std::vector<TensorSelection>& sels,
+                            std::span<const Destination> dests,
+                            LoadReport* report_out,
+                            const LoadCallbacks& callbacks,
+                            Clock::time_point t0);
   // The report's header and the target's start. REQUIRES mu_ held.
   Status Begin(LoadReport* report);
   // BOUNCE_BYTES: how many of the load's bytes may pass through the
@@ -300,10 +312,50 @@ Status CoreLoader::LoadInto(const Checkpoint& ckpt,
   const auto t0 = Clock::now();
   WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors,
                       ResolveDestinations(ckpt, dests));
+  return LoadSelectionsInto(ckpt, WholeTensors(ckpt, tensors), dests,
+                            report_out, callbacks, t0);
+}
+
+Status CoreLoader::LoadSlicesInto(const Checkpoint& ckpt,
+                                  std::span<const TensorRequest> requests,
+                                  std::span<const Destination> dests,
+                                  LoadReport* report_out,
+                                  const LoadCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = Clock::now();
+  if (dests.size() != requests.size()) {
+    return Status::InvalidArgument(
+        "LoadSlicesInto: " + std::to_string(requests.size()) +
+        " requests but " + std::to_string(dests.size()) + " destinations");
+  }
+  WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> sels,
+                      ResolveRequests(ckpt, requests));
+  for (size_t k = 0; k < sels.size(); ++k) {
+    if (dests[k].size != sels[k].bytes) {
+      return Status::InvalidArgument(
+          "destination " + std::to_string(k) + " for tensor '" +
+          requests[k].name + "' has " + std::to_string(dests[k].size) +
+          " bytes but its selection has " + std::to_string(sels[k].bytes));
+    }
+    if (dests[k].data == nullptr && dests[k].size != 0) {
+      return Status::InvalidArgument("destination " + std::to_string(k) +
+                                     " for tensor '" + requests[k].name +
+                                     "' is a null pointer (" +
+                                     std::to_string(dests[k].size) + " bytes)");
+    }
+  }
+  return LoadSelectionsInto(ckpt, sels, dests, report_out, callbacks, t0);
+}
+
+Status CoreLoader::LoadSelectionsInto(const Checkpoint& ckpt,
+                                      const std::vector<TensorSelection>& sels,
+                                      std::span<const Destination> dests,
+                                      LoadReport* report_out,
+                                      const LoadCallbacks& callbacks,
+                                      Clock::time_point t0) {
   LoadReport report;
   WL_RETURN_IF_ERROR(Begin(&report));
   WL_RETURN_IF_ERROR(target_->CheckDestinations(dests));
-  const std::vector<TensorSelection> sels = WholeTensors(ckpt, tensors);
   std::vector<OpenedFile> opened;
   // The caller's memory: any byte may need the bounce memory.
   uint64_t load_bytes = 0;

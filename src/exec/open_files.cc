@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "env/env.h"
+#include "env/mapped_rows_file.h"
 #include "env/page_cache.h"
 #include "format/held_files.h"
 #include "util/percent.h"
@@ -51,9 +52,12 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
     why = "pages " + Percent(residency->fraction) + " resident (" +
           std::to_string(residency->windows) + " samples)";
     if (residency->fraction >= options.resident_threshold) {
-      out.file = std::move(buffered);
+      // Resident: a slice's short row runs are copied out of a populated
+      // mapping rather than read one pread each (mapped_rows_file.h).
+      out.file = WithRowsFromMapping(std::move(buffered));
       out.report.path_taken = BackendName(Backend::kPread);
-      out.report.reason = why + ": buffered pread";
+      out.report.reason =
+          why + ": buffered pread (short row runs: copies " + "from a mapping)";
       return out;
     }
   } else {

@@ -89,6 +89,7 @@ std::string LoadReport::ToJson() const {
         {"host_register_piece", o.host_register_piece_bytes},
         {"host_buffer_cache", o.host_buffer_cache_bytes},
         {"uring_register_min", o.uring_register_min_bytes},
+        {"local_world_size", o.local_world_size},
     };
   } else {
     j["options"] = nullptr;

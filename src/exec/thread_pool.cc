@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace weightlift::internal {
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, std::function<void(int)> on_start)
+    : on_start_(std::move(on_start)) {
   threads = std::max(1, threads);
   workers_.reserve(threads);
   for (int i = 0; i < threads; ++i) {
@@ -44,6 +46,7 @@ void ThreadPool::Run(const std::function<void(int)>& fn, int n) {
 }
 
 void ThreadPool::Loop(int index) {
+  if (on_start_) on_start_(index);
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {

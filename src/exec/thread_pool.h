@@ -15,7 +15,10 @@ namespace weightlift::internal {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
+  // ON_START(i), when given, runs first on worker i's own thread, before
+  // it takes any job (a job given meanwhile waits for it): per-thread setup
+  // that overlaps whatever the caller does next. It must not throw.
+  explicit ThreadPool(int threads, std::function<void(int)> on_start = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -34,6 +37,7 @@ class ThreadPool {
  private:
   void Loop(int index);
 
+  std::function<void(int)> on_start_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_;

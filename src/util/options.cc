@@ -164,6 +164,10 @@ Status LoadOptions::Validate() const {
                std::to_string(host_register_piece_bytes),
                "must be 0 (auto) or 4096 bytes to 64 GiB");
   }
+  if (local_world_size < 1 || local_world_size > 1024) {
+    return Bad("local_world_size", std::to_string(local_world_size),
+               "must be 1 to 1024 (processes loading at once on this host)");
+  }
   if (zero_copy && device.is_cuda()) {
     return Bad("zero_copy", "true",
                "views of a file mapping are host memory; it applies to "
@@ -240,7 +244,8 @@ const std::vector<std::string_view>& LoadOptionNames() {
                                                        "zero_copy",
                                                        "host_register_piece",
                                                        "host_buffer_cache",
-                                                       "uring_register_min"};
+                                                       "uring_register_min",
+                                                       "local_world_size"};
   return kNames;
 }
 
@@ -283,6 +288,8 @@ Status SetLoadOption(LoadOptions& o, std::string_view name,
     WL_ASSIGN_OR_RETURN(o.host_buffer_cache_bytes, ParseSizeKnob(name, value));
   } else if (name == "uring_register_min") {
     WL_ASSIGN_OR_RETURN(o.uring_register_min_bytes, ParseSizeKnob(name, value));
+  } else if (name == "local_world_size") {
+    WL_ASSIGN_OR_RETURN(o.local_world_size, ParseInt(name, value));
   } else {
     std::string known;
     for (std::string_view n : LoadOptionNames()) {
@@ -314,7 +321,8 @@ std::string LoadOptions::ToString() const {
          (zero_copy ? "true" : "false") + ", host_register_piece " +
          AutoOr(host_register_piece_bytes, Size(host_register_piece_bytes)) +
          ", host_buffer_cache " + Size(host_buffer_cache_bytes) +
-         ", uring_register_min " + never;
+         ", uring_register_min " + never + ", local_world_size " +
+         std::to_string(local_world_size);
 }
 
 }  // namespace weightlift

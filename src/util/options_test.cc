@@ -44,6 +44,8 @@ TEST(LoadOptionsTest, Validate) {
     EXPECT_NE(s.message().find(knob), std::string::npos) << s.ToString();
   };
   bad([](LoadOptions& o) { o.threads = -1; }, "threads");
+  bad([](LoadOptions& o) { o.local_world_size = 0; }, "local_world_size");
+  bad([](LoadOptions& o) { o.local_world_size = 1025; }, "local_world_size");
   bad([](LoadOptions& o) { o.chunk_bytes = 1000; }, "chunk_bytes");
   bad([](LoadOptions& o) { o.staging_bytes = 4096; }, "staging_bytes");
   bad([](LoadOptions& o) { o.queue_depth = 0; }, "queue_depth");
@@ -98,6 +100,7 @@ TEST(SetLoadOptionTest, EveryKnobByName) {
       {"host_register_piece", "128M"},
       {"host_buffer_cache", "0"},
       {"uring_register_min", "1G"},
+      {"local_world_size", "8"},
   };
   ASSERT_EQ(std::size(values), LoadOptionNames().size());
   for (size_t i = 0; i < std::size(values); ++i) {
@@ -118,6 +121,7 @@ TEST(SetLoadOptionTest, EveryKnobByName) {
   EXPECT_EQ(o.copy_streams, 3);
   EXPECT_DOUBLE_EQ(o.resident_threshold, 0.25);
   EXPECT_FALSE(o.zero_copy);
+  EXPECT_EQ(o.local_world_size, 8);
   EXPECT_EQ(o.host_register_piece_bytes, 128u << 20);
   EXPECT_EQ(o.host_buffer_cache_bytes, 0u);
   EXPECT_EQ(o.uring_register_min_bytes, 1u << 30);
@@ -140,12 +144,19 @@ TEST(SetLoadOptionTest, BadNamesAndValuesNameTheKnob) {
       << s.ToString();
   EXPECT_NE(s.message().find("uring_register_min"), std::string::npos);
   const std::pair<const char*, const char*> bad[] = {
-      {"threads", "two"},     {"threads", "2.5"},
-      {"threads", ""},        {"queue_depth", "99999999999"},
-      {"chunk", "8X"},        {"staging", "-1"},
-      {"zero_copy", "yes"},   {"resident_threshold", "most"},
-      {"backend", "floppy"},  {"gds", "maybe"},
-      {"host_register", "1"}, {"device", "tpu"},
+      {"threads", "two"},
+      {"threads", "2.5"},
+      {"threads", ""},
+      {"queue_depth", "99999999999"},
+      {"chunk", "8X"},
+      {"staging", "-1"},
+      {"zero_copy", "yes"},
+      {"resident_threshold", "most"},
+      {"backend", "floppy"},
+      {"gds", "maybe"},
+      {"host_register", "1"},
+      {"device", "tpu"},
+      {"local_world_size", "many"},
   };
   for (const auto& [name, value] : bad) {
     LoadOptions fresh;

@@ -1,6 +1,8 @@
 // How many worker threads a load uses: the one rule, for every loader.
 #pragma once
 
+#include <string>
+
 namespace weightlift::internal {
 
 // What the workers mostly do; each wants a different count by default.
@@ -19,10 +21,19 @@ enum class ThreadUse {
 
 // options.threads resolved for USE: REQUESTED when it is positive, else the
 // default above for a machine with HARDWARE_THREADS cores (0: unknown, taken
-// as 8).
-int ThreadCount(int requested, ThreadUse use, unsigned hardware_threads);
+// as 8) shared by SHARING processes loading at once (options.
+// local_world_size): each gets its share of the cores, at least one.
+int ThreadCount(int requested, ThreadUse use, unsigned hardware_threads,
+                int sharing = 1);
 
-// The same on this machine (std::thread::hardware_concurrency()).
+// The same on this machine (std::thread::hardware_concurrency()), one
+// process alone.
 int ThreadCount(int requested, ThreadUse use);
+
+// The report's line when SHARING > 1 changed the automatic count to THREADS
+// on a machine of HARDWARE_THREADS cores (0: unknown); empty when REQUESTED
+// is positive or SHARING is 1.
+std::string SharedCoresNote(int requested, int threads,
+                            unsigned hardware_threads, int sharing);
 
 }  // namespace weightlift::internal

@@ -34,5 +34,27 @@ TEST(ThreadCount, UnknownCoresCountAsEight) {
   EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 0), 8);
 }
 
+// Processes loading at once on one host (local_world_size) share its
+// cores: each gets its share, at least one; a requested count still wins.
+TEST(ThreadCount, CoLocatedProcessesShareTheCores) {
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 1), 16);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 2), 8);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 8), 2);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 32), 1);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kBufferedReads, 16, 4), 4);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kDirectReads, 16, 8), 4);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 0, 4), 2);  // 8 / 4
+  EXPECT_EQ(ThreadCount(5, ThreadUse::kCudaStaging, 16, 8), 5);
+}
+
+TEST(ThreadCount, TheReportSaysWhenTheCoresAreShared) {
+  EXPECT_EQ(SharedCoresNote(0, 16, 16, 1), "");
+  EXPECT_EQ(SharedCoresNote(4, 4, 16, 8), "");  // requested: no sharing
+  EXPECT_EQ(SharedCoresNote(0, 2, 16, 8),
+            "threads: 2, this process's share of 16 cores shared by 8 "
+            "processes loading on this host (local_world_size, from "
+            "LOCAL_WORLD_SIZE)");
+}
+
 }  // namespace
 }  // namespace weightlift::internal

@@ -88,26 +88,117 @@ def test_get_slice_cuda_row_ranges_read_only_their_rows(every_dtype,
             assert storage_nbytes(got) == want[k].nbytes, k
 
 
+def test_get_slice_cuda_memory_comes_from_torchs_allocator(tmp_path):
+    """get_slice(...)[index] on cuda lands in memory of torch's caching
+    allocator (torch.cuda.memory_allocated counts exactly it while it
+    lives, and no more once it is gone): no cudaMalloc / cudaFree per call.
+    Rows, columns and an int index, equal to safetensors."""
+    gen = torch.Generator().manual_seed(3)
+    w = torch.randn(512, 1024, generator=gen)
+    path = str(tmp_path / "w.safetensors")
+    safetensors.torch.save_file({"w": w}, path)
+    with weightlift.safe_open(path, "pt", device="cuda:0") as f:
+        for index in [slice(100, 300), (slice(None), slice(7, 519)), 5]:
+            torch.cuda.synchronize()
+            before = torch.cuda.memory_allocated(0)
+            got = f.get_slice("w")[index]
+            assert torch.cuda.memory_allocated(0) - before == \
+                (got.numel() * 4 + 511) // 512 * 512, index
+            _same(got, w[index].to("cuda:0"), index)
+            del got
+            assert torch.cuda.memory_allocated(0) == before, index
+
+
+def test_get_slice_cuda_waits_for_work_queued_on_reused_memory(tmp_path):
+    """Memory torch's allocator hands to a slice may still be read by work
+    queued on the current stream (a tensor freed while a kernel reading it
+    waits): the slice's copies (on the loader's streams) must not land
+    before that work has run."""
+    gen = torch.Generator().manual_seed(4)
+    w = torch.randn(1024, 1024, generator=gen)
+    path = str(tmp_path / "w.safetensors")
+    safetensors.torch.save_file({"w": w}, path)
+    with weightlift.safe_open(path, "pt", device="cuda:0") as f:
+        f.get_slice("w")[0:1]  # the loader made and warm
+        a = torch.full((256, 1024), 3.0, device="cuda:0")
+        torch.cuda.synchronize()
+        torch.cuda._sleep(500_000_000)  # a long kernel queued first
+        b = a * 2  # reads A after the sleep
+        ptr = a.data_ptr()
+        del a  # back in torch's cache, still to be read by a * 2
+        got = f.get_slice("w")[256:512]
+        assert got.data_ptr() == ptr, "the allocator did not reuse A's block"
+        torch.cuda.synchronize()
+    assert torch.equal(b, torch.full_like(b, 6.0))
+    _same(got, w[256:512].to("cuda:0"), "w[256:512]")
+
+
 def test_cuda_tensors_outlive_loader_and_free(tmp_path):
+    """load_file / load_checkpoint to cuda take their memory from torch's
+    caching allocator, as safetensors' tensors do: torch counts it while a
+    tensor lives, gets it back when the last one dies, and empty_cache()
+    gives it to the driver. No loader-owned buffer is left behind."""
     path = str(tmp_path / "big.safetensors")
     safetensors.torch.save_file({"x": torch.full((32 << 20,), 7.0),
                                  "y": torch.arange(10)}, path)
     gc.collect()  # earlier tests' garbage must not be freed mid-count
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     base = _native._live_buffers()
+    held = torch.cuda.memory_allocated()
     d = weightlift.torch.load_file(path, device="cuda")
+    assert torch.cuda.memory_allocated() >= held + (128 << 20)
     x = d["x"]
     del d
     gc.collect()
     torch.cuda.synchronize()
     assert float(x[-1]) == 7.0 and x.is_cuda
+    assert _native._live_buffers() == base
     free_before, _ = torch.cuda.mem_get_info()
     del x
     gc.collect()
-    torch.cuda.synchronize()
-    assert _native._live_buffers() == base
+    assert torch.cuda.memory_allocated() == held
+    torch.cuda.empty_cache()
     free_after, _ = torch.cuda.mem_get_info()
-    # The loader's 128 MiB device buffer went back to the driver.
+    # The 128 MiB block went back to the driver.
     assert free_after >= free_before + (100 << 20)
+
+
+@pytest.mark.parametrize("torch_alloc", [True, False])
+def test_load_checkpoint_cuda_both_allocations(every_dtype, monkeypatch,
+                                               torch_alloc):
+    """Both ways to device memory (torch's allocator + LoadInto, and the
+    loader's own allocation + Load) give safetensors' tensors, in file order,
+    with a report of the whole call."""
+    from weightlift import _load_torch
+    monkeypatch.setattr(_load_torch, "ENABLED", torch_alloc)
+    path, _ = every_dtype
+    got = weightlift.load_checkpoint(path, device="cuda:0")
+    want = safetensors.torch.load_file(path, device="cuda:0")
+    assert list(got) == list(want)
+    for k in want:
+        _same(got[k], want[k], k)
+    r = got.report
+    assert r is weightlift.last_report() and r.device == "cuda:0"
+    assert r.bytes == sum(v.nbytes for v in want.values())
+    parts = r.setup_seconds + r.open_seconds + r.alloc_seconds + \
+        r.transfer_seconds
+    assert parts <= r.seconds + 1e-6
+    assert any("python:" in n for n in r.notes) == torch_alloc
+
+
+def test_load_checkpoint_cuda_waits_for_torch_stream(tmp_path):
+    """The block torch hands out may have been freed by work still queued on
+    its stream; the load must not write into it before that work is done."""
+    path = str(tmp_path / "w.safetensors")
+    w = torch.arange(1 << 24, dtype=torch.float32)
+    safetensors.torch.save_file({"w": w}, path)
+    a = torch.zeros(1 << 24, device="cuda:0")
+    for _ in range(2000):  # ~0.1 s of kernels queued, each writing a
+        a.add_(1.0)
+    del a  # its block is free for the next allocation of this size
+    got = weightlift.load_checkpoint(path, device="cuda:0")["w"]
+    assert torch.equal(got.cpu(), w)
 
 
 def test_iter_and_load_into_cuda(every_dtype):

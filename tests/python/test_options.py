@@ -92,3 +92,30 @@ def test_types_and_ranges_are_checked(checkpoint):
         weightlift.torch.load_file(checkpoint, queue_depth=0)
     with pytest.raises(weightlift.InvalidArgumentError, match="no number"):
         weightlift.torch.load_file(checkpoint, staging="lots")
+
+
+def test_co_located_ranks_share_the_cores(checkpoint, monkeypatch):
+    """torchrun's LOCAL_WORLD_SIZE (processes on this host) becomes
+    local_world_size when not given: the automatic thread count divides the
+    cores among them and the report says so; threads= given wins."""
+    want = torch.arange(4096, dtype=torch.float32)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "64")
+    out = weightlift.torch.load_file(checkpoint)
+    assert torch.equal(out["w"], want)
+    report = weightlift.last_report()
+    assert report.options["local_world_size"] == 64
+    assert report.threads == 1
+    assert any("shared by 64 processes loading on this host" in n
+               for n in report.notes), report.notes
+    weightlift.torch.load_file(checkpoint, threads=2)
+    assert not any("shared by" in n for n in weightlift.last_report().notes)
+    weightlift.torch.load_file(checkpoint, local_world_size=1)
+    report = weightlift.last_report()
+    assert report.options["local_world_size"] == 1
+    assert not any("shared by" in n for n in report.notes)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    weightlift.torch.load_file(checkpoint)
+    assert weightlift.last_report().options["local_world_size"] == 1
+    with pytest.raises(weightlift.InvalidArgumentError,
+                       match="local_world_size"):
+        weightlift.torch.load_file(checkpoint, local_world_size=0)

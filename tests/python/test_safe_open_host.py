@@ -10,6 +10,7 @@ import os
 import numpy as np
 import pytest
 import safetensors
+import safetensors.numpy
 import safetensors.torch
 import torch
 from conftest import errors_in_threads, random_tensor, storage_nbytes, write_raw
@@ -235,16 +236,21 @@ def test_slices_on_cpu_are_copied_out_of_the_mapping(model_file, framework):
             f.get_slice("w")[1:2]
 
 
-def test_misaligned_slice_goes_through_the_loader(tmp_path):
+def test_misaligned_slice_is_copied_out_of_the_mapping(tmp_path):
+    """A tensor at an offset that is no multiple of its element size: its
+    slices are copied byte for byte out of the mapping into memory of their
+    own (aligned), like any other tensor's, on the calling thread."""
     want = torch.arange(6, dtype=torch.float32)
     path = write_raw(str(tmp_path / "odd.safetensors"),
                      [("pad", "U8", [1], b"\x07"),
                       ("x", "F32", [6], want.numpy().tobytes())])
-    with weightlift.safe_open(path, "pt") as f:
-        got = f.get_slice("x")[2:5]
-        r = weightlift.last_report()
-    assert torch.equal(got, want[2:5])
-    assert r.files[0].path_taken != "mmap-slice"
+    for framework in ("pt", "np"):
+        with weightlift.safe_open(path, framework) as f:
+            got = f.get_slice("x")[2:5]
+            r = weightlift.last_report()
+        assert torch.equal(torch.as_tensor(got), want[2:5]), framework
+        assert r.files[0].path_taken == "mmap-slice", framework
+        assert r.bytes == 12 and r.threads == 0, framework
 
 
 @pytest.mark.parametrize("framework", ["pt", "np"])
@@ -261,3 +267,61 @@ def test_no_descriptor_is_left_once_the_handle_is_gone(model_file, framework):
     assert len(os.listdir(fd_dir)) == before
     with safetensors.safe_open(model_file, framework) as g:
         assert_same_value(t, g.get_tensor("i"), "after close")
+
+
+def _random_index_part(rng, n):
+    kind = int(rng.integers(0, 9))
+    if kind <= 2:
+        return int(rng.integers(-n - 2, n + 3))
+    if kind <= 5:
+        def bound():
+            return None if rng.random() < 0.3 else int(
+                rng.integers(-n - 3, n + 4))
+        step = [None, 1, 1, 2, 3, 0, -1][int(rng.integers(0, 7))]
+        return slice(bound(), bound(), step)
+    if kind == 6:
+        return Ellipsis
+    return [None, True, np.int64(1), 1.0, [0]][int(rng.integers(0, 5))]
+
+
+@pytest.mark.parametrize("framework", ["pt", "np"])
+def test_slice_index_read_in_cpp_agrees_with_slice_index(tmp_path, framework):
+    """HostReads.slice reads the common indices in C++ (host_reads.cc
+    ReadIndex / SliceRanges); wherever it answers, it gives exactly what
+    weightlift._slice_index's rules and numpy's slicing give (values and
+    shape), and whatever those rules refuse it leaves to them (None)."""
+    rng = np.random.default_rng({"pt": 21, "np": 22}[framework])
+    shapes = {"v": (7,), "m": (5, 6), "e": (3, 0, 2), "c": (4, 1, 3),
+              "s": (), "z": (0,)}
+    arrays = {k: rng.integers(-1000, 1000, s).astype(np.int32)
+              for k, s in shapes.items()}
+    path = str(tmp_path / "idx.safetensors")
+    safetensors.numpy.save_file(arrays, path)
+    answered = 0
+    with weightlift.safe_open(path, framework) as f:
+        host = f._source.host
+        for _ in range(3000):
+            name = list(shapes)[int(rng.integers(0, len(shapes)))]
+            shape = shapes[name]
+            parts = tuple(_random_index_part(rng, shape[min(i, len(shape) - 1)]
+                                             if shape else 3)
+                          for i in range(int(rng.integers(0, len(shape) + 2))))
+            index = parts[0] if len(parts) == 1 and rng.random() < 0.5 \
+                else parts
+            got = host.slice(name, index, framework == "np")
+            try:
+                sel = weightlift._slice_index.select(index, shape, framework)
+            except Exception as e:  # the rules refuse it: so must C++
+                assert got is None, (name, index, e)
+                continue
+            if got is None:
+                continue
+            assert sel is not None, (name, index)
+            answered += 1
+            data, got_shape, _ = got
+            want = arrays[name][tuple(slice(*r) for r in sel.ranges)]
+            want = want.reshape(weightlift._slice_index.result_shape(sel))
+            assert tuple(got_shape) == want.shape, (name, index)
+            raw = b"" if data is None else bytes(data)
+            assert raw == want.tobytes(), (name, index)
+    assert answered > 500, answered  # the C++ reader really was exercised

@@ -9,7 +9,7 @@ import safetensors.numpy
 import torch
 
 import weightlift
-from weightlift import _core, _slices
+from weightlift import _core, _native, _slice_index, _slices
 
 BACKENDS = ["pread", "direct", "uring", "mmap"]
 
@@ -102,3 +102,85 @@ def test_bad_requests_raise_named_errors(big_file):
                                         ]).finish()
     with pytest.raises(weightlift.WeightliftError, match="'nope' is not in"):
         loader.start_load_slices(ckpt, [("nope", [])]).finish()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_load_slices_into_the_callers_memory(big_file, backend):
+    """_native.load_slices_into (get_slice's path to a CUDA device, here
+    into host memory): random slices land C-contiguous in memory the caller
+    allocated, byte for byte what numpy's slicing gives, several in one
+    call; its Report becomes last_report()."""
+    path, tensors = big_file
+    ckpt = _core.open_checkpoint(path)
+    loader = _core.make_loader({"backend": backend, "direct_min_bytes": 4096})
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        requests, wants, outs = [], [], []
+        for _ in range(int(rng.integers(1, 4))):
+            name = list(tensors)[rng.integers(0, len(tensors))]
+            full = tensors[name]
+            index = _random_index(rng, full.shape)
+            sel = _slice_index.select(index, full.shape, "pt")
+            want = full[tuple(slice(*r) for r in sel.ranges)]
+            out = np.full(want.shape, 0x5A, dtype=want.dtype)
+            requests.append((name, sel.ranges, out.ctypes.data, out.nbytes))
+            wants.append(want)
+            outs.append(out)
+        report = _native.load_slices_into(loader, ckpt, requests)
+        for out, want in zip(outs, wants):
+            assert out.tobytes() == want.tobytes(), requests
+        _core.set_last_report(report)
+        r = weightlift.last_report()
+        assert r.bytes == sum(w.nbytes for w in wants)
+        assert r.tensors == len(requests)
+
+
+def test_load_slices_into_refuses_what_does_not_fit(big_file):
+    """A destination whose size is not the selection's, a null pointer and
+    an unknown tensor are named errors, before anything is read."""
+    path, tensors = big_file
+    ckpt = _core.open_checkpoint(path)
+    loader = _core.make_loader({})
+    out = np.zeros((2, 200), dtype=np.int16)
+    with pytest.raises(weightlift.WeightliftError,
+                       match="tensor 'wide' has 400 bytes but its "
+                             "selection has 800"):
+        _native.load_slices_into(
+            loader, ckpt, [("wide", [(0, 2, 1)], out.ctypes.data, 400)])
+    with pytest.raises(weightlift.WeightliftError, match="null pointer"):
+        _native.load_slices_into(loader, ckpt, [("wide", [(0, 2, 1)], 0, 800)])
+    with pytest.raises(weightlift.NotFoundError, match="'nope' is not in"):
+        _native.load_slices_into(loader, ckpt, [("nope", [], 0, 0)])
+    assert not out.any()  # nothing was written
+
+
+def test_row_runs_of_a_resident_file_are_copied_from_a_mapping(tmp_path):
+    """A column slice (a row-parallel TP part) of a file in the page cache:
+    in auto mode its row runs are copied out of a populated mapping
+    (src/env/mapped_rows_file.h), bit-exact, the report says so and counts
+    only the selected bytes as read; backend="pread" reads them one pread
+    each, with the same bytes."""
+    rng = np.random.default_rng(9)
+    w = rng.integers(-2**15, 2**15, (2048, 4096), dtype=np.int16)
+    path = str(tmp_path / "w.safetensors")
+    safetensors.numpy.save_file({"w": w}, path)
+    with open(path, "rb") as f:  # resident, whatever the writer did
+        while f.read(1 << 24):
+            pass
+    ckpt = _core.open_checkpoint(path)
+    # 2048 runs of 4200 bytes, 8 KiB apart: over half the file, so not a
+    # "small read" (open_files.h): the file's residency is sampled.
+    part = w[:, 0:2100]
+    for backend, mapped in (("auto", True), ("pread", False)):
+        loader = _core.make_loader({"backend": backend})
+        got = _slices.load_slices(
+            loader, ckpt, [("w", [(0, 2048, 1), (0, 2100, 1)], [])],
+            "np", "cpu")[0]
+        assert got.tobytes() == part.tobytes(), backend
+        report = weightlift.last_report()
+        assert report.bytes_read == part.nbytes, backend
+        notes = " ".join(report.notes)
+        assert "1 as row runs in 2048 reads" in notes, notes
+        assert ("2048 row runs in" in notes and
+                "copied from a mapping of the page cache" in notes) == mapped, \
+            (backend, notes)

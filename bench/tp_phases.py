@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Where one tensor-parallel rank's load time goes (slice mode), in a fresh
+process: the public call's wall time, then the same load step by step
+(checkpoint open, shard rule, loader, the C++ load and its report's phases,
+taking the tensors, making torch tensors, the report), per call.
+
+    python3 bench/tp_phases.py --ckpt DIR --n 8 [--r 0] [--device cuda:0]
+                               [--calls 3] [--option backend=pread ...]
+
+Call 0 is load_checkpoint itself (what tp_bench.py times, a first call);
+calls 1.. repeat it step by step with the loader pooled by call 0. GB/s is
+delivered bytes over wall time; the CUDA context is made before any clock.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "python"))
+from tp_reference import LLAMA_PLAN  # noqa: E402
+
+
+def parse_options(pairs):
+    """NAME=VALUE strings as load keywords; integers as ints (threads=2)."""
+    out = {}
+    for pair in pairs:
+        name, value = pair.split("=", 1)
+        out[name] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+def ms(a, b):
+    return f"{(b - a) * 1e3:.1f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--n", type=int, required=True)
+    ap.add_argument("--r", type=int, default=0)
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--option", action="append", default=[],
+                    help="NAME=VALUE load option (e.g. backend=pread)")
+    args = ap.parse_args()
+    opts = parse_options(args.option)
+    import torch
+    cuda = args.device.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(torch.device(args.device))
+    torch.empty(1, device=args.device)
+    sync = (lambda: torch.cuda.synchronize(args.device)) if cuda else (
+        lambda: None)
+    import weightlift
+    tag = f"n={args.n} r={args.r} {opts or 'defaults'}"
+
+    sync()
+    t0 = time.perf_counter()
+    sd = weightlift.load_checkpoint(args.ckpt, device=args.device,
+                                    tp_rank=args.r, tp_size=args.n,
+                                    tp_plan=LLAMA_PLAN, **opts)
+    sync()
+    t1 = time.perf_counter()
+    nb = sum(v.numel() * v.element_size() for v in sd.values())
+    rep = sd.report
+    print(f"{tag} call 0 (load_checkpoint): wall {ms(t0, t1)} ms, "
+          f"{nb / (t1 - t0) / 1e9:.2f} GB/s delivered; python report "
+          f"{rep.seconds * 1e3:.1f} ms, transfer "
+          f"{rep.transfer_seconds * 1e3:.1f} ms", flush=True)
+    del sd
+
+    from weightlift import _core, _dtypes, _tp
+    for call in range(1, args.calls):
+        sync()
+        a = time.perf_counter()
+        req = _tp.take_tp(dict(tp_rank=args.r, tp_size=args.n,
+                               tp_plan=LLAMA_PLAN), args.ckpt)
+        b = time.perf_counter()
+        ckpt = _core.open_checkpoint(args.ckpt)
+        c = time.perf_counter()
+        parts, info = _tp.shards(ckpt.tensors(), req.rank, req.size,
+                                 req.plan)
+        d = time.perf_counter()
+        with _core.pooled_loader(dict(opts, device=args.device)) as loader:
+            e = time.perf_counter()
+            job = loader.start_load_slices(ckpt, _tp.slice_requests(parts))
+            f = time.perf_counter()
+            report = _core.wait(job, False, sum(s.bytes for s in parts))
+            g = time.perf_counter()
+            items = job.take_tensors(False)
+        h = time.perf_counter()
+        out = [(name, _dtypes.to_torch(dt, shape, data, args.device, name))
+               for name, dt, shape, data in items]
+        i = time.perf_counter()
+        _tp.make_report(args.device, [report], len(parts), nb, 0, i - c, 0.0,
+                        [])
+        j = time.perf_counter()
+        sync()
+        k = time.perf_counter()
+        print(f"{tag} call {call}: wall {ms(a, k)} ms, "
+              f"{nb / (k - a) / 1e9:.2f} GB/s; take_tp {ms(a, b)}, "
+              f"open_checkpoint {ms(b, c)}, shards {ms(c, d)}, loader "
+              f"{ms(d, e)}, start_load_slices {ms(e, f)}, wait {ms(f, g)}, "
+              f"take_tensors {ms(g, h)}, to_torch {ms(h, i)}, make_report "
+              f"{ms(i, j)}, sync {ms(j, k)} | C++ report: seconds "
+              f"{report.seconds * 1e3:.1f} (setup "
+              f"{report.setup_seconds * 1e3:.1f}, open "
+              f"{report.open_seconds * 1e3:.1f}, alloc "
+              f"{report.alloc_seconds * 1e3:.1f}, transfer "
+              f"{report.transfer_seconds * 1e3:.1f}), read "
+              f"{report.bytes_read / 1e9:.3f} GB, threads {report.threads}",
+              flush=True)
+        if call == args.calls - 1:
+            for note in report.notes:
+                print("    ", note)
+            for fr in report.files:
+                print("    file:", fr.as_dict())
+        del out, items
+
+
+if __name__ == "__main__":
+    main()

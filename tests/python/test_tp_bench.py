@@ -1,0 +1,93 @@
+"""bench/tp_bench.py runs end to end (on cpu, a small Llama-named
+checkpoint): each rank in its own process, bit-exact against safetensors'
+get_slice; "together" ranks get LOCAL_WORLD_SIZE and say they share the
+cores; --option values reach the ranks with their types. The GPU run
+(bench/h200_tp.sh) is this same program with --device cuda:0."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import safetensors.torch
+
+from conftest import ROOT
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    """2 layers of a Llama layout (hidden 64, MLP 96, vocab 100) in two
+    shards, bf16: q/k/v/gate/up/lm_head split on dim 0, o/down on dim 1."""
+    g = torch.Generator().manual_seed(3)
+    h, m, v = 64, 96, 100
+
+    def t(*shape):
+        return torch.randn(*shape, generator=g).to(torch.bfloat16)
+
+    shards = [{"model.embed_tokens.weight": t(v, h)}, {}]
+    for i in range(2):
+        p = f"model.layers.{i}."
+        layer = {p + "self_attn.q_proj.weight": t(h, h),
+                 p + "self_attn.k_proj.weight": t(h, h),
+                 p + "self_attn.v_proj.weight": t(h, h),
+                 p + "self_attn.o_proj.weight": t(h, h),
+                 p + "mlp.gate_proj.weight": t(m, h),
+                 p + "mlp.up_proj.weight": t(m, h),
+                 p + "mlp.down_proj.weight": t(h, m),
+                 p + "input_layernorm.weight": t(h)}
+        shards[i].update(layer)
+    shards[1]["lm_head.weight"] = t(v, h)
+    shards[1]["model.norm.weight"] = t(h)
+    d = tmp_path_factory.mktemp("llama")
+    weight_map = {}
+    for k, tensors in enumerate(shards):
+        name = f"model-0000{k + 1}-of-00002.safetensors"
+        safetensors.torch.save_file(tensors, str(d / name))
+        weight_map.update({n: name for n in tensors})
+    (d / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return str(d)
+
+
+def run_bench(llama_dir, tmp_path, *extra):
+    out = tmp_path / "tp.json"
+    env = dict(os.environ)
+    env.pop("LOCAL_WORLD_SIZE", None)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "tp_bench.py"),
+         "--ckpt", llama_dir, "--device", "cpu", "--json", str(out),
+         "--work", str(tmp_path / "work"), *extra],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text()), proc.stdout
+
+
+def test_ranks_alone_and_together_bit_exact(llama_dir, tmp_path):
+    got, text = run_bench(llama_dir, tmp_path, "--sizes", "2",
+                          "--modes", "alone,together")
+    assert not got["failures"], got["failures"]
+    row = got["rows"][0]
+    assert row["n"] == 2 and row["bit_exact"] is True, text
+    assert [a["r"] for a in row["alone"]] == [0, 1]
+    assert len(row["together"]) == 2
+    for rank in row["together"]:
+        assert "error" not in rank, rank
+        assert any("shared by 2 processes loading on this host" in n
+                   for n in rank["notes"]), rank["notes"]
+    for rank in row["alone"]:
+        assert not any("shared by" in n for n in rank["notes"]), rank["notes"]
+    assert "together with LOCAL_WORLD_SIZE" in text
+
+
+def test_options_reach_the_ranks(llama_dir, tmp_path):
+    """threads=1 arrives as an int (a string would be a TypeError in the
+    rank); --no-local-world-size leaves the together ranks alone."""
+    got, _ = run_bench(llama_dir, tmp_path, "--sizes", "2", "--modes",
+                       "together", "--option", "threads=1",
+                       "--option", "backend=pread", "--no-local-world-size")
+    assert not got["failures"], got["failures"]
+    for rank in got["rows"][0]["together"]:
+        assert not any("shared by" in n for n in rank["notes"])
