@@ -82,7 +82,7 @@ def main():
                      "alloc_seconds": r.alloc_seconds,
                      "transfer": r.transfer_seconds,
                      "notes": [n for n in r.notes
-                               if "pinned" in n or "python" in n]})
+                               if "pinned" in n or "python" in n or "setup" in n]})
     sd = None
     held.clear()
     gc.collect()

@@ -19,7 +19,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _errors, _group
+from . import _core, _dtypes, _errors, _group, _native
 from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
 # What slice mode shares with group mode (_group) lives in a leaf module, so
 # that _tp imports _group and neither imports the other back.
@@ -281,19 +281,20 @@ def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
     onto DEVICE."""
     t0 = time.perf_counter()
     ckpt = _core.open_checkpoint(path)
-    tensors = ckpt.tensors()
-    parts, info = shards(tensors, req.rank, req.size, req.plan)
+    # The shard rule and the request stay in C++ (no Python object per
+    # tensor); a bad rank, size or word raises here, before any loader.
+    requests, info = _native.tp_requests(ckpt, req.rank, req.size, req.plan)
     notes = tp_notes(req, info, req.rank, req.size)
+    total = info["bytes"]
     with _core.pooled_loader(dict(options, device=device)) as loader:
-        job = loader.start_load_slices(ckpt, slice_requests(parts))
-        total = sum(s.bytes for s in parts)
+        job = loader.start_load_tp(ckpt, requests)
         report = _core.wait(job, progress, total)
         items = job.take_tensors(False)
     out = [(name, _dtypes.to_torch(dt, shape, data, device, name))
            for name, dt, shape, data in items]
     t1 = time.perf_counter()
-    report = make_report(device, [report], len(parts), total, 0, t1 - t0,
-                         0.0, notes)
+    report = make_report(device, [report], info["tensors"], total, 0,
+                         t1 - t0, 0.0, notes)
     _core.set_last_report(report)
     return out, report
 
