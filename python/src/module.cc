@@ -381,13 +381,7 @@ Job* StartLoadGroup(
   SetTransportDevice(*group, device);
   Status failed = Status::OK();
   if (error) {
-    StatusCode code = StatusCode::kInvalidArgument;  // by its name
-    for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
-      if (std::get<0>(*error) == StatusCodeName(static_cast<StatusCode>(c))) {
-        code = static_cast<StatusCode>(c);
-      }
-    }
-    failed = Status(code, std::get<1>(*error));
+    failed = StatusFromPair(*error);
   } else if (ckpt == nullptr) {
     failed = Status::InvalidArgument("group load: no checkpoint");
   }

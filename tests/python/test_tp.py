@@ -321,9 +321,9 @@ def test_group_modes_every_rank_bit_exact(ckpt, group_results, n):
 
 
 def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
-    """One 2-rank group runs three failing loads in turn: ranks that
-    disagree on the plan, a rank with bad arguments, and a rank that never
-    joins (last: it leaves a collective pending)."""
+    """One 2-rank group runs failing loads in turn: ranks that disagree on
+    the plan, a rank with bad arguments, a rank whose checkpoint is missing,
+    and a rank that never joins (last: it leaves a collective pending)."""
     r0, r1 = _run_groups(ckpt, (2,), "failures", tmp_path)[2]
     for r in (r0, r1):
         assert r["ok"], r.get("traceback")
@@ -334,6 +334,9 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "tp_rank=5" in r1["bad_rank"]["error"]
     assert "rank 1 could not start the load" in r0["bad_rank"]["error"]
     assert "tp_rank=5" in r0["bad_rank"]["error"]
+    assert r1["missing_on_one"]["type"] == "NotFoundError", r1
+    assert "rank 1 could not start the load: NotFound: " in \
+        r0["missing_on_one"]["error"], r0["missing_on_one"]
     assert "a gloo group delivers cpu tensors, not cuda:0" in \
         r1["wrong_device"]["error"]
     assert "rank 1 could not start the load" in r0["wrong_device"]["error"]
