@@ -58,8 +58,14 @@ def main():
     if a.alloc == "native":
         from weightlift import _load_torch
         _load_torch.ENABLED = False
+    cuda = a.device.startswith("cuda")
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize(a.device)
+
     torch.empty(1, device=a.device)  # the CUDA context, before the clock
-    torch.cuda.synchronize(a.device)
+    sync()
     rows, held, sd = [], [], None
     for call, how in enumerate(["first"] + later, 1):
         if how == "keep":
@@ -68,10 +74,10 @@ def main():
         gc.collect()
         if how == "sleep":
             time.sleep(1.0)
-        torch.cuda.synchronize(a.device)
+        sync()
         t0 = time.perf_counter()
         sd = weightlift.load_checkpoint(a.dir, device=a.device, **opts)
-        torch.cuda.synchronize(a.device)
+        sync()
         dt = time.perf_counter() - t0
         r = weightlift.last_report()
         nbytes = sum(t.numel() * t.element_size() for t in sd.values())
@@ -82,22 +88,26 @@ def main():
                      "alloc_seconds": r.alloc_seconds,
                      "transfer": r.transfer_seconds,
                      "notes": [n for n in r.notes
-                               if "pinned" in n or "python" in n]})
+                               if "pinned" in n or "python" in n or "setup" in n]})
     sd = None
     held.clear()
     gc.collect()
+    # 0.0 on cpu (a smoke run: no host -> device hop, no ratio).
     ceiling = pinned_copy_ceiling(a.device, nbytes=4 << 30)
-    print(f"alloc={a.alloc} {' '.join(a.opt)}; pinned host->device ceiling (after the calls): "
-          f"{ceiling:.1f} GB/s")
+    print(f"alloc={a.alloc} {' '.join(a.opt)}; pinned host->device ceiling "
+          f"(after the calls): {ceiling:.1f} GB/s")
     for x in rows:
         gbps = x["bytes"] / x["seconds"] / 1e9
-        x["gb_per_s"], x["ratio"] = gbps, gbps / ceiling
+        x["gb_per_s"] = gbps
+        x["ratio"] = gbps / ceiling if ceiling else None
+        ratio = f" = {gbps / ceiling:.2f}x the ceiling" if ceiling else ""
         print(f"call {x['call']} ({x['before']}): {x['seconds']:.3f} s end to "
-              f"end, {gbps:.1f} GB/s = {gbps / ceiling:.2f}x the ceiling; "
+              f"end, {gbps:.1f} GB/s{ratio}; "
               f"report {x['report_seconds']:.3f} s (setup {x['setup']:.4f}, "
               f"open {x['open']:.4f}, alloc {x['alloc_seconds']:.4f}, "
               f"transfer {x['transfer']:.3f} = "
-              f"{x['bytes'] / x['transfer'] / 1e9:.1f} GB/s); not in the "
+              f"{x['bytes'] / max(x['transfer'], 1e-9) / 1e9:.1f} GB/s); "
+              f"not in the "
               f"report {1e3 * (x['seconds'] - x['report_seconds']):.1f} ms")
         for n in x["notes"]:
             print("    " + n)

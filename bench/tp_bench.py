@@ -16,7 +16,10 @@ For each n:
   - peers, rank 0 alone: safetensors get_slice(...)[part] + .to(device) per
     tensor, and safetensors load_file(device=...) + tensor_split (narrow).
 Every weightlift rank is then checked bit-exact against safetensors'
-get_slice of the same part (outside the clock). The ceiling is a 2 GiB
+get_slice of the same part (outside the clock). Rank processes are forked
+from a fork server that imported torch, safetensors and weightlift once and
+never touched the GPU (--spawn: a new interpreter each); either way each
+is a new process with its own CUDA context and loader. The ceiling is a 2 GiB
 pinned host -> device copy, best of 3, measured by this process first.
 "Together" sets LOCAL_WORLD_SIZE=n in the ranks' environment, as torchrun
 does, so their loaders share the cores (--no-local-world-size: not).
@@ -130,6 +133,32 @@ def run_rank(args):
         json.dump(out, f)
 
 
+class ForkedRank:
+    """A rank process forked from the fork server (multiprocessing
+    "forkserver": a fresh interpreter that imported torch, safetensors and
+    weightlift once and never made a CUDA context), with Popen's poll and
+    wait: each rank is still a new process with its own CUDA context and
+    loader, without paying ~5 s of imports each."""
+
+    def __init__(self, ctx, argv, env):
+        self.proc = ctx.Process(target=rank_entry, args=(argv, env))
+        self.proc.start()
+
+    def poll(self):
+        return self.proc.exitcode
+
+    def wait(self, timeout=None):
+        self.proc.join(timeout)
+        if self.proc.exitcode is None:
+            raise subprocess.TimeoutExpired("rank", timeout)
+        return self.proc.exitcode
+
+
+def rank_entry(argv, env):
+    os.environ.update(env)
+    sys.exit(main(argv))
+
+
 def launch(args, method, n, ranks, tag, verify=False, env=None):
     """Starts one process per rank in RANKS (with ENV added to their
     environment), releases them together, and returns their results."""
@@ -150,8 +179,11 @@ def launch(args, method, n, ranks, tag, verify=False, env=None):
         if method == "weightlift":
             for o in args.option:
                 cmd += ["--option", o]
-        procs.append(subprocess.Popen(cmd, env=dict(os.environ,
-                                                    **(env or {}))))
+        if args.forkserver is not None:
+            procs.append(ForkedRank(args.forkserver, cmd[2:], env or {}))
+        else:
+            procs.append(subprocess.Popen(cmd, env=dict(os.environ,
+                                                        **(env or {}))))
     deadline = time.time() + 300
     while not all(os.path.exists(os.path.join(work, f"ready{r}"))
                   for r in ranks):
@@ -173,7 +205,7 @@ def launch(args, method, n, ranks, tag, verify=False, env=None):
     return results
 
 
-def main():
+def main(argv=None):
     # No abbreviations: the rank subcommand's --n must not read as a prefix
     # of the top-level --no-* flags ("ambiguous option").
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -197,10 +229,19 @@ def main():
     ap.add_argument("--no-verify", action="store_true")
     ap.add_argument("--no-local-world-size", action="store_true",
                     help="together: do not set LOCAL_WORLD_SIZE=n")
-    args = ap.parse_args()
+    ap.add_argument("--spawn", action="store_true",
+                    help="start each rank as a new interpreter (slower) "
+                    "instead of forking it from a fork server")
+    args = ap.parse_args(argv)
     if args.cmd == "rank":
         return run_rank(args)
     modes = set(args.modes.split(","))
+    args.forkserver = None
+    if not args.spawn:
+        import multiprocessing
+        args.forkserver = multiprocessing.get_context("forkserver")
+        args.forkserver.set_forkserver_preload(
+            ["__main__", "torch", "safetensors.torch", "weightlift"])
 
     import compileall
     import weightlift

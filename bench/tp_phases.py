@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where one tensor-parallel rank's load time goes (slice mode), in a fresh
 process: the public call's wall time, then the same load step by step
-(checkpoint open, shard rule, loader, the C++ load and its report's phases,
+(checkpoint open, shard rule and request, loader, the C++ load and its
+report's phases,
 taking the tensors, making torch tensors, the report), per call.
 
     python3 bench/tp_phases.py --ckpt DIR --n 8 [--r 0] [--device cuda:0]
@@ -71,7 +72,7 @@ def main():
           f"{rep.transfer_seconds * 1e3:.1f} ms", flush=True)
     del sd
 
-    from weightlift import _core, _dtypes, _tp
+    from weightlift import _core, _dtypes, _native, _tp
     for call in range(1, args.calls):
         sync()
         a = time.perf_counter()
@@ -80,29 +81,29 @@ def main():
         b = time.perf_counter()
         ckpt = _core.open_checkpoint(args.ckpt)
         c = time.perf_counter()
-        parts, info = _tp.shards(ckpt.tensors(), req.rank, req.size,
-                                 req.plan)
+        requests, info = _native.tp_requests(ckpt, req.rank, req.size,
+                                             req.plan)
         d = time.perf_counter()
         with _core.pooled_loader(dict(opts, device=args.device)) as loader:
             e = time.perf_counter()
-            job = loader.start_load_slices(ckpt, _tp.slice_requests(parts))
+            job = loader.start_load_tp(ckpt, requests)
             f = time.perf_counter()
-            report = _core.wait(job, False, sum(s.bytes for s in parts))
+            report = _core.wait(job, False, info["bytes"])
             g = time.perf_counter()
             items = job.take_tensors(False)
         h = time.perf_counter()
         out = [(name, _dtypes.to_torch(dt, shape, data, args.device, name))
                for name, dt, shape, data in items]
         i = time.perf_counter()
-        _tp.make_report(args.device, [report], len(parts), nb, 0, i - c, 0.0,
-                        [])
+        _tp.make_report(args.device, [report], info["tensors"], nb, 0, i - c,
+                        0.0, [])
         j = time.perf_counter()
         sync()
         k = time.perf_counter()
         print(f"{tag} call {call}: wall {ms(a, k)} ms, "
               f"{nb / (k - a) / 1e9:.2f} GB/s; take_tp {ms(a, b)}, "
-              f"open_checkpoint {ms(b, c)}, shards {ms(c, d)}, loader "
-              f"{ms(d, e)}, start_load_slices {ms(e, f)}, wait {ms(f, g)}, "
+              f"open_checkpoint {ms(b, c)}, tp_requests {ms(c, d)}, loader "
+              f"{ms(d, e)}, start_load_tp {ms(e, f)}, wait {ms(f, g)}, "
               f"take_tensors {ms(g, h)}, to_torch {ms(h, i)}, make_report "
               f"{ms(i, j)}, sync {ms(j, k)} | C++ report: seconds "
               f"{report.seconds * 1e3:.1f} (setup "

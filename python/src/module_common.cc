@@ -49,6 +49,16 @@ void ThrowIfError(const Status& status) {
   if (!status.ok()) Raise(status);
 }
 
+Status StatusFromPair(const std::tuple<std::string, std::string>& error) {
+  StatusCode code = StatusCode::kInvalidArgument;
+  for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    if (std::get<0>(error) == StatusCodeName(static_cast<StatusCode>(c))) {
+      code = static_cast<StatusCode>(c);
+    }
+  }
+  return Status(code, std::get<1>(error));
+}
+
 // ---- buffer ownership -----------------------------------------------------
 
 namespace {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,11 @@ nb::object& ErrorFactory();
 // Raises STATUS as the exception weightlift._errors.from_status builds.
 [[noreturn]] void Raise(const Status& status);
 void ThrowIfError(const Status& status);
+
+// The Status a Python (code name, message) pair stands for: the inverse of
+// StatusCodeName, as weightlift._group hands a rank's own failure to the
+// group's C++ load. A name that is no StatusCode's is InvalidArgument.
+Status StatusFromPair(const std::tuple<std::string, std::string>& error);
 
 template <typename T>
 T ValueOrRaise(StatusOr<T> v) {

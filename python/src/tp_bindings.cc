@@ -27,6 +27,7 @@
 #include <tuple>
 #include <vector>
 
+#include "module_common.h"
 #include "plan/group_plan.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
@@ -258,15 +259,7 @@ nb::object GroupAgree(
   if (!d.ok()) return ErrorDict(d.status());
   SetTransportDevice(transport, *d);
   Status mine = Status::OK();
-  if (error) {
-    StatusCode code = StatusCode::kInvalidArgument;  // by its name
-    for (int c = 1; c <= static_cast<int>(StatusCode::kInternal); ++c) {
-      if (std::get<0>(*error) == StatusCodeName(static_cast<StatusCode>(c))) {
-        code = static_cast<StatusCode>(c);
-      }
-    }
-    mine = Status(code, std::get<1>(*error));
-  }
+  if (error) mine = StatusFromPair(*error);
   Status s = Status::OK();
   {
     nb::gil_scoped_release nogil;

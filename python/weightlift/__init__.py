@@ -28,6 +28,10 @@ import time
 from typing import Any, Dict
 
 from . import _core
+# load_checkpoint's and load_file's path to a CUDA device (and _dtypes with
+# it): small, torch-free modules, imported here rather than inside a user's
+# first call.
+from . import _load_torch  # noqa: F401
 from ._errors import (CancelledError, CudaError, FormatError,
                       InternalError, InvalidArgumentError, NotFoundError,
                       ResourceExhaustedError, SafetensorError,
@@ -112,11 +116,12 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         return out
     from . import _load_torch
     if _load_torch.applies(dev, np):
-        # The loader first (made, or taken from the pool), as load_file
-        # does: its workers start pinning staging while the files open.
-        _core.check_options(dict(options, device=dev))
-        items, report = _load_torch.load(_core.open_checkpoint(path), dev,
-                                         options, progress, t_start=t0)
+        # The checkpoint opens while the loader is made (first call) and its
+        # workers start pinning their staging.
+        ckpt, open_s = _load_torch.open_beside_loader(
+            path, dict(options, device=dev))
+        items, report = _load_torch.load(ckpt, dev, options, progress,
+                                         t_start=t0, open_s=open_s)
         out = StateDict(items)
         out.report = report
         return out

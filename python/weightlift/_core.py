@@ -94,6 +94,13 @@ def pooled_loader(options: Dict[str, Any]):
                     stack.append(loader)
 
 
+def has_idle_loader(options: Dict[str, Any]) -> bool:
+    """Whether a load with OPTIONS would take a pooled loader (no setup)."""
+    key = _pool_key(normalize(options))
+    with _pool_lock:
+        return bool(_idle.get(key))
+
+
 def check_options(options: Dict[str, Any]) -> None:
     """Raises what a load with OPTIONS would raise for them (unknown name,
     bad value, unusable device) without loading: a loader is made (or

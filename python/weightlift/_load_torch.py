@@ -45,77 +45,159 @@ def _strides(shape: Sequence[int]) -> Tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _layout(rows):
+    """([(name, dtype, shape, offset, size)], block bytes) for ROWS
+    (Checkpoint.tensors() rows), every tensor 256-byte aligned. Raises the
+    first tensor's UnsupportedDtypeError for a dtype torch cannot hold,
+    before anything is taken or read."""
+    checked = set()
+    layout = []
+    total = 0
+    for name, dt, shape, _, _, size in rows:
+        if dt not in checked:  # the dtype decides (F6, a torch without it)
+            _dtypes.torch_layout(dt, shape, name)
+            checked.add(dt)
+        off = (total + _ALIGN - 1) // _ALIGN * _ALIGN
+        layout.append((name, dt, shape, off, size))
+        total = off + size
+    return layout, max((total + _ALIGN - 1) // _ALIGN * _ALIGN, _ALIGN)
+
+
+def _block(total: int, device):
+    """TOTAL bytes from torch's caching allocator on DEVICE, safe for the
+    loader's own streams to write."""
+    import torch
+
+    base = torch.empty(total, dtype=torch.uint8, device=device)
+    if base.device.type == "cuda":
+        # The block may have been freed by work still queued on torch's
+        # stream: it must end before the loader's streams write into it.
+        torch.cuda.current_stream(base.device).synchronize()
+    return base
+
+
+def _views(layout, base):
+    """[(name, tensor)]: each of LAYOUT a view of BASE as its torch dtype
+    and shape (empty tensors: their own, on BASE's device)."""
+    import torch
+
+    typed: Dict[Any, Any] = {}
+    shapes: Dict[Tuple[str, Any], Tuple[Any, Any, Any]] = {}
+    out = []
+    for name, dt, shape, off, size in layout:
+        key = (dt, shape)
+        got = shapes.get(key)
+        if got is None:
+            tdt, tshape = _dtypes.torch_layout(dt, shape, name)
+            tshape = tuple(tshape)
+            got = shapes[key] = (tdt, tshape, _strides(tshape))
+        tdt, tshape, strides = got
+        if not size:
+            out.append((name, torch.empty(tshape, dtype=tdt,
+                                          device=base.device)))
+            continue
+        view = typed.get(tdt)
+        if view is None:
+            view = typed[tdt] = base.view(tdt)
+        out.append((name, view.as_strided(tshape, strides,
+                                          off // view.element_size())))
+    return out
+
+
 def _allocate(rows, dev: str):
     """([(name, tensor)], block, [(name, address, size)], block bytes) for
     ROWS (Checkpoint.tensors() rows): one block of torch's on DEV, every
     tensor a view of it."""
     import torch
 
-    # Layout first: an unsupported dtype raises before anything is taken.
-    layout = []
-    total = 0
-    for name, dt, shape, _, _, size in rows:
-        tdt, tshape = _dtypes.torch_layout(dt, shape, name)
-        off = (total + _ALIGN - 1) // _ALIGN * _ALIGN
-        layout.append((name, tdt, tuple(tshape), off, size))
-        total = off + size
-    device = torch.device(dev)
-    total = max((total + _ALIGN - 1) // _ALIGN * _ALIGN, _ALIGN)
-    base = torch.empty(total, dtype=torch.uint8, device=device)
-    if device.type == "cuda":
-        # The block may have been freed by work still queued on torch's
-        # stream: it must end before the loader's streams write into it.
-        torch.cuda.current_stream(device).synchronize()
+    layout, total = _layout(rows)
+    base = _block(total, torch.device(dev))
     ptr = base.data_ptr()
     dests = [(name, ptr + off, size) for name, _, _, off, size in layout
              if size]
-    typed: Dict[Any, Any] = {}
-    out = []
-    for name, tdt, tshape, off, size in layout:
-        if not size:
-            out.append((name, torch.empty(tshape, dtype=tdt, device=device)))
-            continue
-        view = typed.get(tdt)
-        if view is None:
-            view = typed[tdt] = base.view(tdt)
-        out.append((name, view.as_strided(tshape, _strides(tshape),
-                                          off // view.element_size())))
-    return out, base, dests, total
+    return _views(layout, base), base, dests, total
+
+
+def open_beside_loader(path: Any, options: Dict[str, Any]):
+    """(checkpoint of PATH, seconds its open took). When no loader for
+    OPTIONS is pooled, one is made on another thread meanwhile: both
+    release the GIL, so a first call pays for the longer of the two, not
+    for both. An error in OPTIONS is raised before one of PATH, as
+    load_file does."""
+    t = time.perf_counter()
+    if _core.has_idle_loader(options):
+        return _core.open_checkpoint(path), time.perf_counter() - t
+    import threading
+
+    failed: List[BaseException] = []
+
+    def make():
+        try:
+            _core.check_options(options)
+        except BaseException as e:  # noqa: BLE001 - raised below
+            failed.append(e)
+
+    maker = threading.Thread(target=make, name="weightlift-loader-setup")
+    maker.start()
+    try:
+        ckpt = _core.open_checkpoint(path)
+        open_s = time.perf_counter() - t
+    finally:
+        maker.join()
+        if failed:
+            raise failed[0]
+    return ckpt, open_s
 
 
 def load(ckpt, dev: str, options: Dict[str, Any], progress: bool,
-         names: Optional[List[str]] = None, t_start: Optional[float] = None):
+         names: Optional[List[str]] = None, t_start: Optional[float] = None,
+         open_s: Optional[float] = None):
     """Loads every tensor of CKPT (or NAMES, in checkpoint order) to DEV.
 
     Returns ([(name, tensor)], LoadReport). The report's seconds cover the
-    whole call from T_START (the caller's entry, default now): its
-    open_seconds include opening the checkpoint here, its alloc_seconds the
-    block from torch's allocator and the tensor views."""
+    whole call from T_START (the caller's entry, default now); its
+    open_seconds include OPEN_S (the caller's open of CKPT; default: from
+    T_START on), its alloc_seconds the layout and the block from torch's
+    allocator. The tensor views are made while the loader's threads read
+    and copy, so they cost the call nothing but a core's share."""
+    import torch
+
     t0 = time.perf_counter() if t_start is None else t_start
     rows = ckpt.tensors()
     if names:
         wanted = set(names)
         rows = [r for r in rows if r[0] in wanted]
-    t_alloc = time.perf_counter()
-    open_s = t_alloc - t0
     # The loader first: a bad option or device raises before any memory is
     # taken (and its setup is in the report, not in alloc_seconds).
     with _core.pooled_loader(dict(options, device=dev)) as loader:
         t_alloc = time.perf_counter()
-        out, base, dests, total = _allocate(rows, dev)
+        if open_s is None:
+            open_s = t_alloc - t0
+        layout, total = _layout(rows)
+        base = _block(total, torch.device(dev))
+        ptr = base.data_ptr()
+        dests = [(name, ptr + off, size) for name, _, _, off, size in layout
+                 if size]
         alloc_s = time.perf_counter() - t_alloc
         if not dests:  # every tensor is empty: nothing to read
-            return out, _core._empty_report(loader, len(out))
+            return _views(layout, base), _core._empty_report(loader,
+                                                             len(layout))
         job = loader.start_load_into(ckpt, dests, base)
-        report = _core.wait(job, progress, sum(d[2] for d in dests))
+        t_views = time.perf_counter()
+        try:
+            out = _views(layout, base)
+        finally:  # also when it raised: the job must end before we do
+            views_s = time.perf_counter() - t_views
+            report = _core.wait(job, progress, sum(d[2] for d in dests))
     report.open_seconds += open_s
     report.alloc_seconds += alloc_s
     report.device_bytes = total
     report.seconds = time.perf_counter() - t0
     report.gb_per_s = report.bytes / report.seconds / 1e9 if report.seconds else 0
     report.notes.append(
-        f"python: checkpoint open {open_s * 1e3:.1f} ms, device memory from "
-        f"torch's caching allocator + {len(out)} tensor views "
-        f"{alloc_s * 1e3:.1f} ms; seconds cover the whole call")
+        f"python: checkpoint open {open_s * 1e3:.1f} ms, layout + device "
+        f"memory from torch's caching allocator {alloc_s * 1e3:.1f} ms, "
+        f"{len(out)} tensor views {views_s * 1e3:.1f} ms while the loader "
+        f"ran; seconds cover the whole call")
     _core.set_last_report(report)
     return out, report

@@ -14,6 +14,7 @@ to the safetensors package when it is installed (weightlift only reads).
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Dict, Optional
 
 from . import _core, _dtypes
@@ -26,19 +27,28 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
     checkpoint directory) onto DEVICE. Keys are in file order, as
     safetensors returns them. tp_rank / tp_size / tp_plan / process_group
     load this rank's parts (docs/tensor-parallel.md)."""
-    from . import _tp
-    tp = _tp.take_tp(options, filename)
-    if tp is not None:
-        return dict(_tp.load(filename, device_string(device), tp, options,
-                             progress)[0])
+    t0 = time.perf_counter()
+    # _tp only when a TP keyword is there (as load_checkpoint): a plain
+    # first call does not pay for importing it.
+    from . import _TP_KEYWORDS
+    if any(k in options for k in _TP_KEYWORDS):
+        from . import _tp
+        tp = _tp.take_tp(options, filename)
+        if tp is not None:
+            return dict(_tp.load(filename, device_string(device), tp,
+                                 options, progress)[0])
     options = dict(options, device=device_string(device))
+    from . import _load_torch
+    if _load_torch.applies(options["device"], False):
+        # Options before the file, as safetensors; the file opens while the
+        # loader is made (a first call).
+        ckpt, open_s = _load_torch.open_beside_loader(filename, options)
+        return dict(_load_torch.load(ckpt, options["device"], options,
+                                     progress, t_start=t0,
+                                     open_s=open_s)[0])
     _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     _dtypes.check_framework_types(ckpt.tensors(), numpy=False)
-    from . import _load_torch
-    if _load_torch.applies(options["device"], False):
-        return dict(_load_torch.load(ckpt, options["device"], options,
-                                     progress)[0])
     items, dev, _ = _core.load_raw(ckpt, progress=progress, **options)
     return {name: _dtypes.to_torch(dt, shape, data, dev, name)
             for name, dt, shape, data in items}

@@ -40,7 +40,7 @@ class RowsFromMappingFile final : public File {
       }
       return base_->ReadRows(offset, pitch, width, rows, dst);
     }
-    const int err = PopulateFileRange(*map, offset, offset, cover);
+    const int err = PopulateRuns(*map, offset, offset, pitch, width, rows);
     if (err == EFAULT) return ShrankUnderMapping(path(), offset, cover);
     if (err != 0) {
       if (err == EINVAL || err == ENOSYS || err == EPERM) {
@@ -109,9 +109,19 @@ std::unique_ptr<File> WithRowsFromMapping(std::unique_ptr<File> base) {
   return std::make_unique<RowsFromMappingFile>(std::move(base));
 }
 
-int PopulateFileRange(const Mapping& map, uint64_t map_offset, uint64_t offset,
-                      uint64_t length) {
-  return map.PopulateRead(offset - map_offset, length);
+int PopulateRuns(const Mapping& map, uint64_t map_offset, uint64_t offset,
+                 uint64_t pitch, uint64_t width, uint64_t rows) {
+  if (rows == 0) return 0;
+  const uint64_t first = offset - map_offset;
+  if (rows == 1 || pitch - width < kSparseRunGapBytes) {
+    return map.PopulateRead(first, (rows - 1) * pitch + width);
+  }
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (const int err = map.PopulateRead(first + r * pitch, width); err != 0) {
+      return err;
+    }
+  }
+  return 0;
 }
 
 void CopyRows(const std::byte* src, uint64_t pitch, uint64_t width,

@@ -36,9 +36,9 @@ struct Shape {
   uint64_t offset, pitch, width, rows;
 };
 
-// Row runs like a Llama part's (1-2.75 KB of 8-22 KB rows), unaligned
-// starts, a run ending at the last byte, and pitches on both sides of
-// kMappedRowsMaxPitch.
+// Row runs like a Llama part's (1-2.75 KB of 8-22 KB rows: dense and
+// sparse, see kSparseRunGapBytes), unaligned starts, a run ending at the
+// last byte, and pitches on both sides of kMappedRowsMaxPitch.
 const Shape kShapes[] = {
     {0, 8192, 1024, 64},
     {4097, 22016, 2752, 40},
@@ -115,16 +115,21 @@ TEST_F(MappedRowsTest, RunsPastTheEndAreTheBasesErrorNamingTheRun) {
 }
 
 // A file truncated after it was opened: the populate finds the pages gone
-// and the read is an IoError naming the file and range (no SIGBUS).
+// and the read is an IoError naming the file and range (no SIGBUS), for
+// dense runs (one populate of the covering range) and sparse ones (one per
+// run, kSparseRunGapBytes).
 TEST_F(MappedRowsTest, FileThatShrankIsAnIoErrorNotASigbus) {
-  for (bool mmap_backend : {false, true}) {
-    SCOPED_TRACE(mmap_backend ? "mmap" : "pread + mapping");
+  for (auto [mmap_backend, pitch] :
+       {std::pair{false, 8192}, std::pair{true, 8192}, std::pair{false, 20000},
+        std::pair{true, 20000}}) {
+    SCOPED_TRACE(std::string(mmap_backend ? "mmap" : "pread + mapping") +
+                 " pitch " + std::to_string(pitch));
     WriteFileOrDie(path_, bytes_);
     auto f = mmap_backend ? OpenOrDie(Backend::kMmap)
                           : WithRowsFromMapping(OpenOrDie(Backend::kPread));
     ASSERT_EQ(0, ::truncate(path_.c_str(), 1 << 20));
-    std::vector<std::byte> got(64 * 1024);
-    Status s = f->ReadRows((1 << 20) + 8192, 8192, 1024, 64, got.data());
+    std::vector<std::byte> got(48 * 1024);
+    Status s = f->ReadRows((1 << 20) + 8192, pitch, 1024, 48, got.data());
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
     EXPECT_NE(s.message().find("shrank"), std::string::npos) << s.ToString();

@@ -49,7 +49,7 @@ class MmapFile final : public PosixFile {
     const uint64_t cover = (rows - 1) * pitch + width;
     WL_ASSIGN_OR_RETURN(uint64_t now, FdSize(fd(), path()));
     if (now < offset + cover) return ShrankUnderMapping(path(), offset, cover);
-    const int err = PopulateFileRange(mapping_, 0, offset, cover);
+    const int err = PopulateRuns(mapping_, 0, offset, pitch, width, rows);
     if (err == EFAULT) return ShrankUnderMapping(path(), offset, cover);
     // Any other refusal: the copies fault the pages in, as ReadAt's do.
     CopyRows(mapping_.data() + offset, pitch, width, rows, dst);

@@ -107,3 +107,27 @@ def test_only_cuda_torch_loads_take_this_path():
     assert _load_torch.applies("cuda:0", False)
     assert not _load_torch.applies("cuda:0", True)  # numpy
     assert not _load_torch.applies("cpu", False)
+
+
+def test_open_beside_loader_makes_the_loader_meanwhile(every_dtype):
+    opts = {"device": "cpu", "threads": 3}  # options no other test pools
+    _core.release_cached_loaders()
+    assert not _core.has_idle_loader(opts)
+    ckpt, open_s = _load_torch.open_beside_loader(every_dtype, opts)
+    assert open_s > 0
+    assert [t[0] for t in ckpt.tensors()] == \
+        [t[0] for t in _core.open_checkpoint(every_dtype).tensors()]
+    assert _core.has_idle_loader(opts)  # made on the other thread, pooled
+    # With a loader pooled, no thread: the same checkpoint.
+    again, _ = _load_torch.open_beside_loader(every_dtype, opts)
+    assert len(again) == len(ckpt)
+
+
+def test_open_beside_loader_errors(tmp_path):
+    missing = str(tmp_path / "nope.safetensors")
+    # A bad option is named before a missing file, as load_file does.
+    with pytest.raises(TypeError, match="threads"):
+        _load_torch.open_beside_loader(missing, {"device": "cpu",
+                                                 "threads": "many"})
+    with pytest.raises(weightlift.NotFoundError, match="nope"):
+        _load_torch.open_beside_loader(missing, {"device": "cpu"})

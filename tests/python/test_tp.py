@@ -235,6 +235,31 @@ def test_bad_tp_arguments_are_clear_errors(ckpt):
                                    tp_plan="auto")
 
 
+def test_first_call_opens_the_checkpoint_beside_the_loader(ckpt, tmp_path):
+    """With no loader made yet, slice mode opens the checkpoint on a thread
+    while the loader is made: the parts are the same, and an open that
+    fails raises its own error on the caller (a missing path, a bad
+    shard)."""
+    from tp_reference import TEST_PLAN as LLAMA_PLAN
+    weightlift.release_cached_loaders()
+    got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=2,
+                                     tp_plan=LLAMA_PLAN)
+    weightlift.release_cached_loaders()
+    missing = str(tmp_path / "nope")
+    with pytest.raises(weightlift.NotFoundError, match="nope"):
+        weightlift.load_checkpoint(missing, tp_rank=0, tp_size=2)
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{}")
+    weightlift.release_cached_loaders()
+    with pytest.raises(weightlift.SafetensorError):
+        weightlift.load_checkpoint(str(bad), tp_rank=0, tp_size=2)
+    again = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=2,
+                                       tp_plan=LLAMA_PLAN)  # pooled loader
+    assert got.keys() == again.keys()
+    for k in got:
+        assert torch.equal(got[k], again[k]), k
+
+
 def test_unmatched_pattern_is_a_warning_in_the_report(ckpt):
     got = weightlift.load_checkpoint(
         ckpt, tp_rank=0, tp_size=2,
@@ -321,9 +346,9 @@ def test_group_modes_every_rank_bit_exact(ckpt, group_results, n):
 
 
 def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
-    """One 2-rank group runs three failing loads in turn: ranks that
-    disagree on the plan, a rank with bad arguments, and a rank that never
-    joins (last: it leaves a collective pending)."""
+    """One 2-rank group runs failing loads in turn: ranks that disagree on
+    the plan, a rank with bad arguments, a rank whose checkpoint is missing,
+    and a rank that never joins (last: it leaves a collective pending)."""
     r0, r1 = _run_groups(ckpt, (2,), "failures", tmp_path)[2]
     for r in (r0, r1):
         assert r["ok"], r.get("traceback")
@@ -334,6 +359,9 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "tp_rank=5" in r1["bad_rank"]["error"]
     assert "rank 1 could not start the load" in r0["bad_rank"]["error"]
     assert "tp_rank=5" in r0["bad_rank"]["error"]
+    assert r1["missing_on_one"]["type"] == "NotFoundError", r1
+    assert "rank 1 could not start the load: NotFound: " in \
+        r0["missing_on_one"]["error"], r0["missing_on_one"]
     assert "a gloo group delivers cpu tensors, not cuda:0" in \
         r1["wrong_device"]["error"]
     assert "rank 1 could not start the load" in r0["wrong_device"]["error"]

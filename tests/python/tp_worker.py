@@ -73,6 +73,11 @@ def run_failures(result):
     kw = {"tp_rank": 5} if RANK == 1 else {}
     result["bad_rank"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20, **kw))
+    # Rank 1 cannot open the checkpoint: the others learn its reason with
+    # its code (NotFound, handed to C++ as a (code, message) pair).
+    path = os.path.join(OUT_DIR, "no_such_checkpoint") if RANK == 1 else CKPT
+    result["missing_on_one"] = failure(lambda: weightlift.load_checkpoint(
+        path, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20))
     # A gloo group cannot deliver cuda tensors: said before anything moves.
     dev = "cuda:0" if RANK == 1 else "cpu"
     result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
