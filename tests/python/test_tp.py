@@ -235,6 +235,31 @@ def test_bad_tp_arguments_are_clear_errors(ckpt):
                                    tp_plan="auto")
 
 
+def test_first_call_opens_the_checkpoint_beside_the_loader(ckpt, tmp_path):
+    """With no loader made yet, slice mode opens the checkpoint on a thread
+    while the loader is made: the parts are the same, and an open that
+    fails raises its own error on the caller (a missing path, a bad
+    shard)."""
+    from tp_reference import TEST_PLAN as LLAMA_PLAN
+    weightlift.release_cached_loaders()
+    got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=2,
+                                     tp_plan=LLAMA_PLAN)
+    weightlift.release_cached_loaders()
+    missing = str(tmp_path / "nope")
+    with pytest.raises(weightlift.NotFoundError, match="nope"):
+        weightlift.load_checkpoint(missing, tp_rank=0, tp_size=2)
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{}")
+    weightlift.release_cached_loaders()
+    with pytest.raises(weightlift.SafetensorError):
+        weightlift.load_checkpoint(str(bad), tp_rank=0, tp_size=2)
+    again = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=2,
+                                       tp_plan=LLAMA_PLAN)  # pooled loader
+    assert got.keys() == again.keys()
+    for k in got:
+        assert torch.equal(got[k], again[k]), k
+
+
 def test_unmatched_pattern_is_a_warning_in_the_report(ckpt):
     got = weightlift.load_checkpoint(
         ckpt, tp_rank=0, tp_size=2,
