@@ -3,13 +3,22 @@
 // Each input is tried two ways: as a whole file image (8-byte length prefix,
 // header, data), and as bare header JSON with a matching prefix and no data,
 // which lets the fuzzer reach the per-tensor rules without guessing lengths.
-// On success the invariants a loader relies on are checked.
+// On success the invariants a loader relies on are checked. Each valid
+// UTF-8 input is also given to both readers of the entries: whatever the
+// one-pass reader (ParseEntriesFast) accepts, the strict reader must accept
+// with the same tensors and metadata.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "format/header.h"
+#include "format/json_reader.h"
 
 namespace {
 
@@ -34,6 +43,32 @@ void CheckInvariants(const ParsedHeader& h) {
   Check(h.data_offset + expected == h.file_size);
 }
 
+// ParseEntriesFast accepts only what ParseEntriesStrict accepts alike.
+void CheckReadersAgree(std::span<const std::byte> bytes) {
+  size_t bad;
+  if (!weightlift::internal::IsValidUtf8(bytes, &bad)) return;
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()),
+                              bytes.size());
+  ParsedHeader fast, strict;
+  if (!weightlift::internal::ParseEntriesFast(text, {}, &fast)) return;
+  Check(
+      weightlift::internal::ParseEntriesStrict(text, "fuzz", {}, &strict).ok());
+  auto key = [](const ParsedHeader& h) {
+    std::vector<
+        std::tuple<std::string, int, std::vector<uint64_t>, uint64_t, uint64_t>>
+        out;
+    for (const auto& t : h.tensors) {
+      out.emplace_back(t.name, static_cast<int>(t.dtype), t.shape, t.begin,
+                       t.end);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  Check(key(fast) == key(strict));
+  Check(fast.metadata == strict.metadata);
+  Check(fast.has_metadata == strict.has_metadata);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -46,6 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(image.status().code() == weightlift::StatusCode::kCorruption);
     Check(image.status().rule() != weightlift::FormatError::kNone);
   }
+  if (size <= weightlift::kMaxHeaderBytes) CheckReadersAgree(bytes);
   auto json = weightlift::internal::ParseHeader(bytes, size, 8 + size, "fuzz");
   if (json.ok()) {
     CheckInvariants(*json);
