@@ -1,7 +1,8 @@
 """The pinned-copy ceiling the Python benchmarks compare against, in one
 place: the best GB/s of one host -> device copy out of pinned host memory
-(torch's pinned allocator), synchronized. bench/tp_bench.py and
-bench/tp_multi_gpu.py import it (they run from bench/, so it is on sys.path).
+(torch's pinned allocator), synchronized. compare.py, first_call.py,
+tp_bench.py and tp_multi_gpu.py import it (they run from bench/, so it is on
+sys.path).
 """
 
 import time

@@ -14,8 +14,9 @@ previous state dict was
   keep   kept alive (the call gets new device memory).
 --alloc native loads into the loader's own cudaMalloc (Loader::Load, the
 way before torch's allocator was used). The pinned host-to-device copy
-ceiling (bench/ceiling.py: 4 GiB, best of 3) is measured AFTER the calls, so that nothing
-allocates or frees device memory before the first call.
+ceiling (bench/ceiling.py: 4 GiB, best of 3) is measured AFTER the calls,
+so that nothing allocates or frees device memory before the first call. On
+a cpu device (a smoke run) there is no ceiling and no ratio.
 
 Per call: wall time, GB/s, ratio to the ceiling, the report's accounting
 (seconds, setup: loader creation; open; alloc; transfer) and the part of the
@@ -87,8 +88,8 @@ def main():
                      "setup": r.setup_seconds, "open": r.open_seconds,
                      "alloc_seconds": r.alloc_seconds,
                      "transfer": r.transfer_seconds,
-                     "notes": [n for n in r.notes
-                               if "pinned" in n or "python" in n or "setup" in n]})
+                     "notes": [n for n in r.notes if "pinned" in n
+                               or "python" in n or "setup" in n]})
     sd = None
     held.clear()
     gc.collect()

@@ -162,6 +162,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     }
   }
   std::vector<Plan> plans(num_routes);
+  std::vector<int> route_threads(num_routes);  // RunOptions::threads
   std::vector<std::vector<File*>> files(num_routes);
   uint64_t total = 0;
   for (size_t r = 0; r < num_routes; ++r) {
@@ -175,14 +176,18 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     }
     const struct Route& route = routing.routes[r];
     PlanOptions popt = route.plan;
+    route_threads[r] = route.threads;
     if (route.spread_alignment > 0) {
       uint64_t bytes = 0;
       for (const Segment& s : segments[r]) bytes += s.bytes();
       const int workers = route.threads > 0
                               ? std::min(route.threads, target_->pool().size())
                               : target_->pool().size();
-      popt.chunk_bytes = ChunkBytesFor(bytes, workers, popt.chunk_bytes,
-                                       kMinChunkBytes, route.spread_alignment);
+      const Spread spread =
+          SpreadFor(bytes, workers, popt.chunk_bytes, kMinChunkBytes,
+                    route.spread_alignment, kMinWorkerBytes);
+      popt.chunk_bytes = spread.chunk_bytes;
+      route_threads[r] = spread.workers;
     }
     plans[r] = MakePlan(segments[r], plan_files, sels.size(), popt);
     total += plans[r].bytes_delivered;
@@ -203,7 +208,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   int populate_refused = 0;
   for (size_t r = 0; r < num_routes && !done.failed(); ++r) {
     RunOptions run;
-    run.threads = routing.routes[r].threads;
+    run.threads = route_threads[r];
     run.tensor_name = [&](uint32_t k) {
       return ckpt.tensors()[sels[k].tensor].name;
     };

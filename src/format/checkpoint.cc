@@ -29,11 +29,13 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 // Parses the files of PATHS (in order). With INDEX, SHARD_NAMES[i] is the
 // index's name for PATHS[i] and every tensor is cross-checked against it.
 // Every file is opened once, here, and held open in the Checkpoint for the
-// loads (see held_files.h).
+// loads (see held_files.h). KNOWN: Env::Stat of PATHS[0] when the caller
+// has it already (one file opened by path), so it is not asked twice.
 StatusOr<Checkpoint> OpenFiles(Env& env, const std::vector<std::string>& paths,
                                const std::vector<std::string>& shard_names,
                                const ParsedIndex* index,
-                               const std::string& index_path) {
+                               const std::string& index_path,
+                               const internal::FileStat* known = nullptr) {
   std::vector<FileInfo> files;
   std::vector<TensorInfo> tensors;
   std::vector<std::shared_ptr<File>> open_files;
@@ -54,8 +56,12 @@ StatusOr<Checkpoint> OpenFiles(Env& env, const std::vector<std::string>& paths,
     WL_ASSIGN_OR_RETURN(ParsedHeader h, internal::ReadHeader(*file));
     FileInfo f;
     f.path = path;
-    WL_ASSIGN_OR_RETURN(internal::FileStat st, env.Stat(path));
-    f.resolved_path = std::move(st.resolved);
+    if (i == 0 && known != nullptr) {
+      f.resolved_path = known->resolved;
+    } else {
+      WL_ASSIGN_OR_RETURN(internal::FileStat st, env.Stat(path));
+      f.resolved_path = std::move(st.resolved);
+    }
     f.size = h.file_size;
     f.header_size = h.header_size;
     f.data_offset = h.data_offset;
@@ -169,7 +175,7 @@ StatusOr<Checkpoint> OpenCheckpoint(Env& env, const std::string& location) {
   WL_ASSIGN_OR_RETURN(FileStat st, env.Stat(location));
   if (st.is_directory) return OpenDirectory(env, location);
   if (EndsWith(location, ".json")) return OpenIndex(env, location);
-  return OpenFiles(env, {location}, {}, nullptr, {});
+  return OpenFiles(env, {location}, {}, nullptr, {}, &st);
 }
 
 }  // namespace internal

@@ -187,6 +187,45 @@ Status CheckRanges(const std::vector<ParsedTensor>& ts,
 
 }  // namespace
 
+Status ParseEntriesStrict(std::string_view text, std::string_view label,
+                          const ParseLimits& limits, ParsedHeader* h) {
+  JsonError jerr;
+  Json root = ParseStrictJson(text, kMaxJsonDepth, &jerr);
+  if (jerr.rule != FormatError::kNone) {
+    return Corrupt(jerr.rule, label, "header: " + jerr.message);
+  }
+  if (!root.is_object()) {
+    return Corrupt(FormatError::kHeaderNotObject, label,
+                   "header must be a JSON object, got " + JsonPreview(root));
+  }
+  const size_t count = root.size() - (root.contains(kMetadataKey) ? 1 : 0);
+  if (count > limits.max_tensors) {
+    return Corrupt(FormatError::kTooManyTensors, label,
+                   std::to_string(count) + " tensors, more than the limit of " +
+                       std::to_string(limits.max_tensors));
+  }
+  h->tensors.reserve(count);
+  for (const auto& [key, value] : root.items()) {
+    if (key == kMetadataKey) {
+      WL_RETURN_IF_ERROR(ParseMetadata(value, label, &h->metadata));
+      h->has_metadata = true;
+      continue;
+    }
+    ParsedTensor t;
+    Status s = ParseEntry(key, value, label, &t);
+    if (!s.ok()) {
+      // TensorBytes messages lack the file label; add it once here.
+      if (s.rule() == FormatError::kSizeOverflow ||
+          s.rule() == FormatError::kSubByteMisaligned) {
+        return s.WithContext(std::string(label));
+      }
+      return s;
+    }
+    h->tensors.push_back(std::move(t));
+  }
+  return Status::OK();
+}
+
 Status CheckFraming(uint64_t n, uint64_t file_size, std::string_view label) {
   if (file_size < 8) {
     return Corrupt(FormatError::kFileTooSmall, label,
@@ -254,46 +293,19 @@ StatusOr<ParsedHeader> ParseHeader(std::span<const std::byte> json, uint64_t n,
                        std::to_string(bad) + " (file offset " +
                        std::to_string(8 + bad) + ")");
   }
-  JsonError jerr;
   const std::string_view text(reinterpret_cast<const char*>(json.data()),
                               json.size());
-  Json root = ParseStrictJson(text, kMaxJsonDepth, &jerr);
-  if (jerr.rule != FormatError::kNone) {
-    return Corrupt(jerr.rule, label, "header: " + jerr.message);
-  }
-  if (!root.is_object()) {
-    return Corrupt(FormatError::kHeaderNotObject, label,
-                   "header must be a JSON object, got " + JsonPreview(root));
-  }
-
   ParsedHeader h;
   h.header_size = n;
   h.data_offset = 8 + n;
   h.file_size = file_size;
-  const size_t count = root.size() - (root.contains(kMetadataKey) ? 1 : 0);
-  if (count > limits.max_tensors) {
-    return Corrupt(FormatError::kTooManyTensors, label,
-                   std::to_string(count) + " tensors, more than the limit of " +
-                       std::to_string(limits.max_tensors));
-  }
-  h.tensors.reserve(count);
-  for (const auto& [key, value] : root.items()) {
-    if (key == kMetadataKey) {
-      WL_RETURN_IF_ERROR(ParseMetadata(value, label, &h.metadata));
-      h.has_metadata = true;
-      continue;
-    }
-    ParsedTensor t;
-    Status s = ParseEntry(key, value, label, &t);
-    if (!s.ok()) {
-      // TensorBytes messages lack the file label; add it once here.
-      if (s.rule() == FormatError::kSizeOverflow ||
-          s.rule() == FormatError::kSubByteMisaligned) {
-        return s.WithContext(std::string(label));
-      }
-      return s;
-    }
-    h.tensors.push_back(std::move(t));
+  // The plain header in one pass; anything else (and every error) through
+  // the strict reader (see header_fast.cc).
+  if (!ParseEntriesFast(text, limits, &h)) {
+    h.tensors.clear();
+    h.metadata.clear();
+    h.has_metadata = false;
+    WL_RETURN_IF_ERROR(ParseEntriesStrict(text, label, limits, &h));
   }
   std::sort(h.tensors.begin(), h.tensors.end(),
             [](const ParsedTensor& a, const ParsedTensor& b) {

@@ -61,6 +61,19 @@ StatusOr<ParsedHeader> ParseFileImage(std::span<const std::byte> file,
                                       std::string_view file_label,
                                       const ParseLimits& limits = {});
 
+// ParseHeader's two readers of the entries of the header text TEXT (valid
+// UTF-8): each fills H's tensors (unsorted), metadata and has_metadata.
+// ParseEntriesStrict is the reference: nlohmann's strict SAX parser and a
+// walk over its DOM; every error of the entries (kHeaderBadJson through
+// kSizeMismatch) is its, naming FILE_LABEL. ParseEntriesFast reads only the
+// plain header writers write (no escapes, integers as digits, every entry
+// valid) in one pass and returns false at anything else, leaving H to be
+// cleared; what it accepts the strict reader accepts with the same result.
+bool ParseEntriesFast(std::string_view text, const ParseLimits& limits,
+                      ParsedHeader* h);
+Status ParseEntriesStrict(std::string_view text, std::string_view file_label,
+                          const ParseLimits& limits, ParsedHeader* h);
+
 // Checks only the framing: FILE_SIZE >= 8, N <= kMaxHeaderBytes and
 // 8 + N <= FILE_SIZE. Lets a reader refuse before allocating N bytes.
 Status CheckFraming(uint64_t header_len_field, uint64_t file_size,

@@ -167,6 +167,20 @@ uint64_t ChunkBytesFor(uint64_t total, int workers, uint64_t max_chunk,
   return std::max(a, chunk / a * a);
 }
 
+Spread SpreadFor(uint64_t total, int workers, uint64_t max_chunk,
+                 uint64_t floor, uint64_t alignment,
+                 uint64_t min_worker_bytes) {
+  Spread s;
+  s.workers = std::max(workers, 1);
+  if (min_worker_bytes > 0) {
+    const uint64_t keeps_busy = std::max<uint64_t>(total / min_worker_bytes, 1);
+    s.workers = static_cast<int>(
+        std::min<uint64_t>(keeps_busy, static_cast<uint64_t>(s.workers)));
+  }
+  s.chunk_bytes = ChunkBytesFor(total, s.workers, max_chunk, floor, alignment);
+  return s;
+}
+
 Plan MakePlan(std::span<const Segment> segments,
               std::span<const PlanFile> files, size_t num_tensors,
               const PlanOptions& options) {

@@ -119,4 +119,23 @@ uint64_t ChunkBytesFor(uint64_t total, int workers, uint64_t max_chunk,
 // starts to show against its bytes.
 inline constexpr uint64_t kMinChunkBytes = 256u << 10;
 
+// How a load of TOTAL bytes is spread over at most WORKERS workers: a
+// small load (one slice) wakes only as many workers as it keeps busy, at
+// least MIN_WORKER_BYTES each, and gives each about two chunks
+// (ChunkBytesFor with the other arguments). On the H200 a 22.5 MB slice
+// from the page cache moved fastest on 8 of the 16 workers (row 1.18-1.30
+// ms against 1.47-1.52 on 16, column 1.63-1.73 against 2.03-2.04;
+// bench/results/2026-12-03-h200-session6/callB/slice6_slice_phases.log):
+// more readers of the page cache at once only contend, and each woken
+// worker costs its start and its drain.
+struct Spread {
+  int workers = 1;
+  uint64_t chunk_bytes = 0;
+};
+Spread SpreadFor(uint64_t total, int workers, uint64_t max_chunk,
+                 uint64_t floor, uint64_t alignment, uint64_t min_worker_bytes);
+// The usual MIN_WORKER_BYTES: a 22.5 MB slice gets 8 workers; any load
+// from 40 MB on gets 16.
+inline constexpr uint64_t kMinWorkerBytes = 5u << 19;  // 2.5 MiB
+
 }  // namespace weightlift::internal

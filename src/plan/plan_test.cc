@@ -305,6 +305,31 @@ TEST(PlanTest, ChunkBytesSpreadSmallLoadsOverTheWorkers) {
   EXPECT_EQ(ChunkBytesFor(1, 0, 8u << 20, 1, 4096), 4096u);
 }
 
+TEST(PlanTest, SpreadWakesOnlyTheWorkersASmallLoadKeepsBusy) {
+  // The 22.5 MB slice: 8 of 16 workers, two ~1.4 MB chunks each.
+  Spread s =
+      SpreadFor(22544384, 16, 4u << 20, kMinChunkBytes, 4096, kMinWorkerBytes);
+  EXPECT_EQ(s.workers, 8);
+  EXPECT_EQ(s.chunk_bytes, 22544384 / 16 / 4096 * 4096);
+  // From 40 MB on every worker, chunks as ChunkBytesFor gives them.
+  s = SpreadFor(40u << 20, 16, 4u << 20, kMinChunkBytes, 4096, kMinWorkerBytes);
+  EXPECT_EQ(s.workers, 16);
+  EXPECT_EQ(s.chunk_bytes,
+            ChunkBytesFor(40u << 20, 16, 4u << 20, kMinChunkBytes, 4096));
+  s = SpreadFor(13ull << 30, 16, 4u << 20, kMinChunkBytes, 4096,
+                kMinWorkerBytes);
+  EXPECT_EQ(s.workers, 16);
+  EXPECT_EQ(s.chunk_bytes, 4u << 20);
+  // A tiny load: one worker, the floor; never fewer than one worker, never
+  // more than asked for; no minimum: every worker.
+  s = SpreadFor(4096, 16, 4u << 20, kMinChunkBytes, 4096, kMinWorkerBytes);
+  EXPECT_EQ(s.workers, 1);
+  EXPECT_EQ(s.chunk_bytes, kMinChunkBytes);
+  EXPECT_EQ(SpreadFor(0, 0, 4u << 20, 1, 4096, kMinWorkerBytes).workers, 1);
+  EXPECT_EQ(SpreadFor(1ull << 30, 4, 4u << 20, 1, 4096, 1).workers, 4);
+  EXPECT_EQ(SpreadFor(22544384, 16, 4u << 20, 1, 4096, 0).workers, 16);
+}
+
 TEST(PlanTest, SmallTensorsCoalesce) {
   std::vector<PlanFile> files = {{1000, 4096, true}};
   std::vector<Segment> segs;

@@ -1,5 +1,5 @@
 """bench/ceiling.py: the one pinned-copy ceiling of the Python benchmarks
-(tp_bench.py and tp_multi_gpu.py import it from there)."""
+(compare.py, first_call.py, tp_bench.py and tp_multi_gpu.py import it)."""
 
 import importlib.util
 import os
@@ -23,7 +23,8 @@ def test_no_host_to_device_hop_on_cpu():
     assert _ceiling_module().pinned_copy_ceiling("cpu") == 0.0
 
 
-@pytest.mark.parametrize("script", ["tp_bench.py", "tp_multi_gpu.py"])
+@pytest.mark.parametrize("script", ["compare.py", "first_call.py",
+                                    "tp_bench.py", "tp_multi_gpu.py"])
 def test_benchmarks_use_the_one_ceiling(script):
     text = open(os.path.join(ROOT, "bench", script)).read()
     assert "from ceiling import pinned_copy_ceiling" in text

@@ -114,7 +114,7 @@ def test_open_beside_loader_makes_the_loader_meanwhile(every_dtype):
     _core.release_cached_loaders()
     assert not _core.has_idle_loader(opts)
     ckpt, open_s = _load_torch.open_beside_loader(every_dtype, opts)
-    assert open_s > 0
+    assert open_s >= 0  # the part of the open not beside the setup
     assert [t[0] for t in ckpt.tensors()] == \
         [t[0] for t in _core.open_checkpoint(every_dtype).tensors()]
     assert _core.has_idle_loader(opts)  # made on the other thread, pooled
