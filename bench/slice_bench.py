@@ -1,6 +1,7 @@
 """Slices of one weight to a CUDA device: weightlift against safetensors.
 
     python3 bench/slice_bench.py [--dir DIR] [--device cuda:0] [--repeat 5]
+                                 [--shape 4096 11008]
 
 Writes DIR/slice.safetensors (a 4096 x 11008 bf16 weight, the Llama-2-7B
 MLP shape, random data) once, keeps it in the page cache, then for a row
@@ -13,7 +14,9 @@ whether the bytes are equal, plus weightlift's report of the last call.
 Next to both it prints the floor of this machine: the same bytes copied
 from pinned host memory to the device in one cudaMemcpyAsync (best of
 3 x REPEAT, same run), which no path through pinned staging can beat,
-and each time as a multiple of it.
+and each time as a multiple of it. --device cpu is a smoke run (no
+host -> device hop, so no floor); --shape R C another weight (rows
+[R/4:R/2], columns [C/4:C/2]), with its own file.
 """
 
 import argparse
@@ -26,17 +29,23 @@ import safetensors.torch
 
 import weightlift
 
-INDICES = {
-    "row slice [1024:2048]": (slice(1024, 2048),),
-    "column slice [:, 2752:5504]": (slice(None), slice(2752, 5504)),
-}
+def indices(rows, cols):
+    """{label: index}: a row slice and a column slice, a quarter each."""
+    r, c = (rows // 4, rows // 2), (cols // 4, cols // 2)
+    return {f"row slice [{r[0]}:{r[1]}]": (slice(*r),),
+            f"column slice [:, {c[0]}:{c[1]}]": (slice(None), slice(*c))}
+
+
+def sync(device):
+    if device != "cpu":
+        torch.cuda.synchronize(device)
 
 
 def timed(fn, device):
-    torch.cuda.synchronize(device)
+    sync(device)
     t0 = time.perf_counter()
     out = fn()
-    torch.cuda.synchronize(device)
+    sync(device)
     return time.perf_counter() - t0, out
 
 
@@ -57,22 +66,27 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/wl_slice")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--shape", type=int, nargs=2, default=(4096, 11008),
+                    metavar=("ROWS", "COLS"))
     a = ap.parse_args()
+    rows, cols = a.shape
     os.makedirs(a.dir, exist_ok=True)
-    path = os.path.join(a.dir, "slice.safetensors")
+    path = os.path.join(a.dir, "slice.safetensors" if (rows, cols) == (
+        4096, 11008) else f"slice_{rows}x{cols}.safetensors")
     if not os.path.exists(path):
         g = torch.Generator().manual_seed(10)
-        w = torch.randn(4096, 11008, generator=g).to(torch.bfloat16)
+        w = torch.randn(rows, cols, generator=g).to(torch.bfloat16)
         safetensors.torch.save_file({"w": w}, path)
     with open(path, "rb") as f:  # into the page cache
         while f.read(64 << 20):
             pass
-    torch.empty(1, device=a.device)  # CUDA context before any clock
+    if a.device != "cpu":
+        torch.empty(1, device=a.device)  # CUDA context before any clock
     print(f"file {path} ({os.path.getsize(path) / 1e6:.1f} MB, page cache); "
           f"device {a.device}; torch {torch.__version__}; safetensors "
           f"{safetensors.__version__}; best of {a.repeat}")
     ok = True
-    for label, index in INDICES.items():
+    for label, index in indices(rows, cols).items():
         best = {"weightlift": 1e9, "safetensors": 1e9}
         with weightlift.safe_open(path, "pt", device=a.device) as wf, \
                 safetensors.safe_open(path, "pt") as sf:
@@ -86,15 +100,19 @@ def main():
         same = torch.equal(got.view(torch.int16), want.view(torch.int16))
         ok = ok and same
         nbytes = got.numel() * got.element_size()
-        floor = pinned_floor(nbytes, a.device, a.repeat)
         ratio = best["safetensors"] / best["weightlift"]
+        if a.device == "cpu":  # a smoke run: no hop to a device
+            floor, floor_text = None, "no floor on cpu"
+        else:
+            floor = pinned_floor(nbytes, a.device, a.repeat)
+            floor_text = (f"floor (one pinned copy of the same bytes) "
+                          f"{floor * 1e3:.2f} ms "
+                          f"({nbytes / floor / 1e9:.2f} GB/s)")
 
         def show(t):
-            return (f"{t * 1e3:.2f} ms ({nbytes / t / 1e9:.2f} GB/s, "
-                    f"{t / floor:.1f}x the floor)")
-        print(f"{label}: {nbytes / 1e6:.1f} MB; floor (one pinned copy of "
-              f"the same bytes) {floor * 1e3:.2f} ms "
-              f"({nbytes / floor / 1e9:.2f} GB/s); weightlift "
+            return (f"{t * 1e3:.2f} ms ({nbytes / t / 1e9:.2f} GB/s"
+                    + (f", {t / floor:.1f}x the floor)" if floor else ")"))
+        print(f"{label}: {nbytes / 1e6:.1f} MB; {floor_text}; weightlift "
               f"{show(best['weightlift'])}, safetensors get_slice + .to "
               f"{show(best['safetensors'])}: "
               f"{ratio:.1f}x ({'>= 5x: met' if ratio >= 5 else '< 5x: NOT met'}"

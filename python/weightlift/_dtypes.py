@@ -202,12 +202,31 @@ def to_numpy(dtype: str, shape: Sequence[int], data: Any, name=None):
     return a.reshape(nshape)
 
 
+# converter()'s results by (dtype, shape, numpy): a loop that opens a new
+# handle per pass asks again for the same tensors. Bounded (cleared when
+# full); only successes are kept (numpy's bfloat16 may come later, with
+# ml_dtypes).
+_CONVERTERS: dict = {}
+_MAX_CONVERTERS = 4096
+
+
 def converter(dtype: str, shape: Sequence[int], numpy: bool, name=None):
     """A function from a host tensor's bytes (1-D uint8 DLPack capsule, or a
     memoryview for NUMPY; None when empty) to the cpu tensor / array
     weightlift returns for DTYPE and SHAPE: to_torch / to_numpy with the
     layout worked out once (safe_open's per-call path calls it per tensor).
     Raises the layout's UnsupportedDtypeError now."""
+    key = (dtype, tuple(shape), numpy)
+    made = _CONVERTERS.get(key)
+    if made is None:
+        made = _make_converter(dtype, shape, numpy, name)
+        if len(_CONVERTERS) >= _MAX_CONVERTERS:
+            _CONVERTERS.clear()
+        _CONVERTERS[key] = made
+    return made
+
+
+def _make_converter(dtype: str, shape: Sequence[int], numpy: bool, name):
     if numpy:
         import numpy as np
 

@@ -295,6 +295,9 @@ class SafeSlice:
     """``get_slice(name)``: shape and dtype without loading; ``[index]``
     reads just the part the index selects (see the module docstring)."""
 
+    # A slice is made per get_slice call: slots keep that cheap.
+    __slots__ = ("_source", "_row", "_paths", "_full", "_layout")
+
     def __init__(self, source: _Source, row: tuple, paths: List[str]):
         self._source = source
         self._row = row  # the checkpoint's (name, dtype, shape, file, ...)
