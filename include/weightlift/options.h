@@ -110,8 +110,9 @@ struct LoadOptions {
   // sharing one machine (torchrun's LOCAL_WORLD_SIZE; Python fills it from
   // that variable when it is not given). With threads = 0 the automatic
   // thread count divides the cores among them instead of every process
-  // starting one thread per core; the report says so. 1: this process
-  // alone.
+  // starting one thread per core; a CUDA loader's staging ring is its
+  // share of staging_bytes (at least 2 slots per thread). The report says
+  // so. 1: this process alone.
   int local_world_size = 1;
 
   // InvalidArgument if a knob is out of range (names the knob and value).

@@ -33,8 +33,10 @@ host_buffer_cache    bytes of freed host destinations kept for reuse
 uring_register_min   loads and files from this size register their ring
 local_world_size     processes loading at once on this host (tensor-parallel
                      ranks sharing it): the automatic thread count divides
-                     the cores among them; default: the LOCAL_WORLD_SIZE
-                     environment variable (torchrun sets it), else 1
+                     the cores among them, a CUDA staging ring is this
+                     process's share of staging; default: the
+                     LOCAL_WORLD_SIZE environment variable (torchrun sets
+                     it), else 1
 ===================  =======================================================
 
 Sizes: an int is bytes; a string is bytes or a number with a unit. K, M, G,

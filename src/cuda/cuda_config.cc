@@ -5,6 +5,7 @@
 
 #include "env/io_util.h"
 #include "util/thread_count.h"
+#include "weightlift/byte_size.h"
 
 namespace weightlift::internal {
 namespace {
@@ -47,6 +48,25 @@ StatusOr<CudaLoaderConfig> ResolveCudaConfig(const LoadOptions& options,
         "staging_bytes " + std::to_string(options.staging_bytes) +
         " holds fewer than 2 staging slots of " + std::to_string(c.slot_bytes) +
         " bytes (cuda_chunk_bytes); raise staging_bytes or lower the chunk");
+  }
+  // Processes loading at once on this host (local_world_size) share its
+  // staging budget as they share its cores: each pins its share, at least
+  // 2 slots per thread, so N co-located ranks pin about what one process
+  // would and their rings together stay as cache-friendly as one ring
+  // (see kDefaultChunkBytes).
+  if (options.local_world_size > 1) {
+    const uint64_t share = std::max<uint64_t>(
+        slots / static_cast<uint64_t>(options.local_world_size),
+        2ull * static_cast<uint64_t>(c.threads));
+    if (share < slots) {
+      c.notes.push_back("staging: a ring of " +
+                        FormatByteSize(share * c.slot_bytes) +
+                        ", this process's share of staging_bytes " +
+                        FormatByteSize(options.staging_bytes) + " shared by " +
+                        std::to_string(options.local_world_size) +
+                        " processes loading on this host (local_world_size)");
+      slots = share;
+    }
   }
   if (slots < 2ull * c.threads) {
     int t = static_cast<int>(slots / 2);

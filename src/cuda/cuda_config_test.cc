@@ -46,15 +46,30 @@ TEST(CudaConfig, CoLocatedRanksShareTheCoresWithANote) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->threads, 2);
   EXPECT_EQ(c->streams, 2);
-  ASSERT_EQ(c->notes.size(), 1u);
+  // The staging budget is shared too: 2 slots per thread, as one process.
+  EXPECT_EQ(c->slots_per_thread, 2);
+  EXPECT_EQ(c->ring_bytes(), 16ull << 20);  // 128 MiB / 8
+  ASSERT_EQ(c->notes.size(), 2u);
   EXPECT_NE(c->notes[0].find("threads: 2, this process's share of 16 cores "
                              "shared by 8 processes"),
             std::string::npos)
       << c->notes[0];
-  o.threads = 6;  // asked for: no sharing, no note
+  EXPECT_NE(c->notes[1].find("staging: a ring of 16.00 MiB, this process's "
+                             "share of staging_bytes 128.00 MiB shared by 8"),
+            std::string::npos)
+      << c->notes[1];
+  o.threads = 6;  // asked for: no sharing of cores; a ring of 2 per thread
   c = ResolveCudaConfig(o, 16);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->threads, 6);
+  EXPECT_EQ(c->slots_per_thread, 2);
+  ASSERT_EQ(c->notes.size(), 1u);
+  EXPECT_EQ(c->notes[0].find("threads"), std::string::npos) << c->notes[0];
+  o.local_world_size = 1;  // alone: the whole budget
+  o.threads = 0;
+  c = ResolveCudaConfig(o, 16);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->ring_bytes(), 128ull << 20);
   EXPECT_TRUE(c->notes.empty());
 }
 
