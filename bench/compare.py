@@ -55,7 +55,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_common import ROOT, find_cli
 
 # A config sized like a real small Llama model (TinyLlama-1.1B's shape).
 E2E_CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
@@ -87,14 +87,6 @@ def import_weightlift():
 
 
 # ---- checkpoints -----------------------------------------------------------
-
-def find_cli(arg):
-    for c in [arg, os.path.join(ROOT, "build", "weightlift"),
-              shutil.which("weightlift")]:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
-
 
 def synth_tiny_python(path):
     """A small Llama-like layout written with safetensors (when the CLI is

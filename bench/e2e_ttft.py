@@ -42,12 +42,11 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_common import ROOT, find_cli
 
 # LlamaConfig fields of the `weightlift synth` layouts (tensor shapes match
 # src/format/layouts.cc: num_heads * head_dim = hidden, kv_heads * head_dim
@@ -170,14 +169,6 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def find_cli(arg):
-    for c in [arg, os.path.join(ROOT, "build", "weightlift"),
-              shutil.which("weightlift")]:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    raise SystemExit("no weightlift CLI: build it or pass --cli")
-
-
 def make_checkpoint(layout, work, cli, given=None):
     """WORK/ttft-LAYOUT (or GIVEN, a `weightlift synth` output of LAYOUT):
     synthesized weights plus the layout's config.json."""
@@ -187,7 +178,10 @@ def make_checkpoint(layout, work, cli, given=None):
         return path
     if not given:
         log(f"synthesizing {layout} into {path}")
-        subprocess.run([find_cli(cli), "synth", "--layout", layout, path],
+        cli = find_cli(cli)
+        if cli is None:
+            raise SystemExit("no weightlift CLI: build it or pass --cli")
+        subprocess.run([cli, "synth", "--layout", layout, path],
                        check=True, stdout=subprocess.DEVNULL)
     cfg = dict(LAYOUT_CONFIGS[layout], architectures=["LlamaForCausalLM"],
                model_type="llama", max_position_embeddings=4096,

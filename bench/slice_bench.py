@@ -21,7 +21,6 @@ host -> device hop, so no floor); --shape R C another weight (rows
 
 import argparse
 import os
-import time
 
 import torch
 import safetensors
@@ -29,24 +28,14 @@ import safetensors.torch
 
 import weightlift
 
+from bench_common import timed
+
+
 def indices(rows, cols):
     """{label: index}: a row slice and a column slice, a quarter each."""
     r, c = (rows // 4, rows // 2), (cols // 4, cols // 2)
     return {f"row slice [{r[0]}:{r[1]}]": (slice(*r),),
             f"column slice [:, {c[0]}:{c[1]}]": (slice(None), slice(*c))}
-
-
-def sync(device):
-    if device != "cpu":
-        torch.cuda.synchronize(device)
-
-
-def timed(fn, device):
-    sync(device)
-    t0 = time.perf_counter()
-    out = fn()
-    sync(device)
-    return time.perf_counter() - t0, out
 
 
 def pinned_floor(nbytes, device, repeat):

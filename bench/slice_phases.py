@@ -34,16 +34,10 @@ import torch
 
 import weightlift
 
+from bench_common import timed
+
 ROWS = (slice(1024, 2048),)
 COLS = (slice(None), slice(2752, 5504))
-
-
-def timed(fn, device):
-    torch.cuda.synchronize(device)
-    t0 = time.perf_counter()
-    out = fn()
-    torch.cuda.synchronize(device)
-    return time.perf_counter() - t0, out
 
 
 def stats_ms(ts):

@@ -40,15 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "python"))
 from tp_reference import LLAMA_PLAN, part_bounds  # noqa: E402
 from ceiling import pinned_copy_ceiling  # noqa: E402
-
-
-def parse_options(pairs):
-    """NAME=VALUE strings as load keywords; integers as ints (threads=2)."""
-    out = {}
-    for pair in pairs:
-        name, value = pair.split("=", 1)
-        out[name] = int(value) if value.lstrip("-").isdigit() else value
-    return out
+from bench_common import parse_options  # noqa: E402
 
 
 def files_of(ckpt):

@@ -21,15 +21,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "python"))
 from tp_reference import LLAMA_PLAN  # noqa: E402
-
-
-def parse_options(pairs):
-    """NAME=VALUE strings as load keywords; integers as ints (threads=2)."""
-    out = {}
-    for pair in pairs:
-        name, value = pair.split("=", 1)
-        out[name] = int(value) if value.lstrip("-").isdigit() else value
-    return out
+from bench_common import parse_options  # noqa: E402
 
 
 def ms(a, b):

@@ -124,6 +124,21 @@ def write_raw(path, entries, metadata=None, header_pad=True):
     return path
 
 
+def write_sharded(d, shards, metadata=None):
+    """Writes SHARDS (a list of {name: tensor}) into folder D as Hugging Face
+    does: model-0000K-of-0000N.safetensors plus model.safetensors.index.json.
+    Returns D as a string."""
+    import safetensors.torch
+    weight_map = {}
+    for k, tensors in enumerate(shards):
+        name = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
+        safetensors.torch.save_file(tensors, os.path.join(str(d), name))
+        weight_map.update({n: name for n in tensors})
+    with open(os.path.join(str(d), "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": metadata or {}, "weight_map": weight_map}, f)
+    return str(d)
+
+
 def errors_in_threads(work, n):
     """Runs WORK in N threads at once and returns the exceptions they raised
     (an exception in a thread would otherwise only be printed)."""

@@ -8,9 +8,8 @@ import subprocess
 import sys
 
 import pytest
-import safetensors.torch
 
-from conftest import ROOT
+from conftest import ROOT, write_sharded
 
 torch = pytest.importorskip("torch")
 
@@ -22,13 +21,7 @@ def ckpt_dir(tmp_path_factory):
                for i in range(5)},
               {f"b.{i}": torch.randn(9, generator=g) for i in range(4)}]
     d = tmp_path_factory.mktemp("first")
-    weight_map = {}
-    for k, tensors in enumerate(shards):
-        name = f"model-0000{k + 1}-of-00002.safetensors"
-        safetensors.torch.save_file(tensors, str(d / name))
-        weight_map.update({n: name for n in tensors})
-    (d / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {}, "weight_map": weight_map}))
+    write_sharded(d, shards)
     nbytes = sum(t.numel() * t.element_size()
                  for s in shards for t in s.values())
     return str(d), nbytes

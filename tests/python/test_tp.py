@@ -17,6 +17,8 @@ from safetensors.torch import save_file
 import weightlift
 from weightlift import _tp
 
+from conftest import write_sharded
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 WORKER = os.path.join(HERE, "tp_worker.py")
@@ -62,14 +64,8 @@ def ckpt(tmp_path_factory):
     tensors = _llama_tensors()
     names = list(tensors)
     half = len(names) // 2
-    weight_map = {}
-    for k, part in enumerate((names[:half], names[half:])):
-        fname = f"model-0000{k + 1}-of-00002.safetensors"
-        save_file({n: tensors[n] for n in part}, str(d / fname))
-        weight_map.update({n: fname for n in part})
-    (d / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {}, "weight_map": weight_map}))
-    return str(d)
+    return write_sharded(d, [{n: tensors[n] for n in part}
+                             for part in (names[:half], names[half:])])
 
 
 def _file_bytes(path):

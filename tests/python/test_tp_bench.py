@@ -10,9 +10,8 @@ import subprocess
 import sys
 
 import pytest
-import safetensors.torch
 
-from conftest import ROOT
+from conftest import ROOT, write_sharded
 
 torch = pytest.importorskip("torch")
 
@@ -42,14 +41,7 @@ def llama_dir(tmp_path_factory):
     shards[1]["lm_head.weight"] = t(v, h)
     shards[1]["model.norm.weight"] = t(h)
     d = tmp_path_factory.mktemp("llama")
-    weight_map = {}
-    for k, tensors in enumerate(shards):
-        name = f"model-0000{k + 1}-of-00002.safetensors"
-        safetensors.torch.save_file(tensors, str(d / name))
-        weight_map.update({n: name for n in tensors})
-    (d / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {}, "weight_map": weight_map}))
-    return str(d)
+    return write_sharded(d, shards)
 
 
 def run_bench(llama_dir, tmp_path, *extra):
