@@ -26,9 +26,10 @@ struct DimSlice {
   uint64_t start = 0;
   uint64_t stop = 0;
   uint64_t step = 1;
-  // ceil((stop - start) / step); 0 when stop <= start.
+  // ceil((stop - start) / step); 0 when stop <= start. Written so that no
+  // step (up to 2^64 - 1) wraps the sum: range(1, 5, 2**64 - 1) has one.
   uint64_t count() const {
-    return stop > start ? (stop - start + step - 1) / step : 0;
+    return stop > start ? (stop - start - 1) / step + 1 : 0;
   }
   bool operator==(const DimSlice&) const = default;
 };

@@ -28,6 +28,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "env/file.h"
+#include "env/mapped_rows_file.h"
 #include "env/mapping.h"
 #include "format/held_files.h"
 #include "module_common.h"
@@ -453,8 +455,11 @@ class HostReads {
   }
 
   // Whether file I can be served here: prepared at its first use (opened,
-  // mapped) and, for views, checked unchanged now (a copy checks after it
-  // copies, in Export, which covers both). Raises the file's error.
+  // mapped) and checked unchanged now. A copy checks again after it copies
+  // (a change during the copy is an error, never a mix of bytes); this
+  // check before it is what keeps a file truncated since the last call from
+  // being read through the mapping, where pages past the new end raise
+  // SIGBUS. Raises the file's error.
   bool Ready(uint32_t i) {
     FileState* fs = Prepared(i);
     if (fs == nullptr) {
@@ -467,7 +472,7 @@ class HostReads {
       fs = *st;
       if (fs == nullptr) return false;
     }
-    if (view_) ThrowIfError(internal::CheckUnchanged(*fs->file));
+    ThrowIfError(internal::CheckUnchanged(*fs->file));
     return true;
   }
 
@@ -483,8 +488,7 @@ class HostReads {
   // TI's bytes as ExportBytes gives them (None when empty): a view of the
   // mapping, or new memory copied from the file (for numpy below
   // kHugeCopyBytes a bytearray); counted in REP.
-  // REQUIRES: TI's file prepared (and for a view checked unchanged) by this
-  // call.
+  // REQUIRES: TI's file prepared and checked unchanged (Ready) by this call.
   nb::object Export(const TensorInfo& ti, bool as_memoryview, HostReport* rep) {
     if (ti.size == 0) return nb::none();
     FileState& fs = files_[ti.file];
@@ -548,9 +552,10 @@ class HostReads {
   }
 
   // SEL's bytes (of tensor TI, in the prepared file) copied row by row
-  // out of the file's mapping into new memory, as Slice returns it; the
-  // file checked unchanged after the copy (before it too for a view
-  // handle, by Ready), so a change during the copy is an error.
+  // into new memory, as Slice returns it: out of the file's mapping below
+  // kHugeCopyBytes, with pread above (a file cut short under a long copy is
+  // then an error naming it, not a SIGBUS). The file is checked unchanged
+  // before (Ready) and after the copy, so a change during it is an error.
   nb::object CopySelection(const TensorSelection& sel, const TensorInfo& ti,
                            HostReport* rep) {
     if (sel.bytes == 0) return nb::none();
@@ -584,13 +589,42 @@ class HostReads {
     Status read;
     {
       nb::gil_scoped_release nogil;
-      copy(static_cast<std::byte*>(owned->data));
-      read = internal::CheckUnchanged(*fs.file);
+      std::byte* dst = static_cast<std::byte*>(owned->data);
+      for (const RowBlock& b : sel.blocks) {
+        read = CopyBlockChecked(fs, b, dst);
+        if (!read.ok()) break;
+        dst += b.rows <= 1 ? b.width : b.rows * b.width;
+      }
+      if (read.ok()) read = internal::CheckUnchanged(*fs.file);
     }
     RaiseIfError(read, ti);
     void* data = owned->data;  // before OWNED is moved from
     return ExportBytes(data, sel.bytes, Device::Cpu(), std::move(owned),
                        /*as_memoryview=*/true);
+  }
+
+  // Block B of a large selection into DST: its pages populated first, so a
+  // file cut short since it was checked is an IoError naming the range (the
+  // populate's EFAULT), not a SIGBUS in the copy; where the kernel cannot
+  // populate (before 5.14), read with pread instead.
+  static Status CopyBlockChecked(const FileState& fs, const RowBlock& b,
+                                 std::byte* dst) {
+    const uint64_t rows = b.rows <= 1 ? 1 : b.rows;
+    const int err = internal::PopulateRuns(*fs.map, 0, b.file_offset, b.pitch,
+                                           b.width, rows);
+    if (err == EFAULT) {
+      return internal::ShrankUnderMapping(fs.file->path(), b.file_offset,
+                                          b.span());
+    }
+    if (err != 0) {
+      return rows == 1 ? fs.file->ReadAt(b.file_offset,
+                                         std::span<std::byte>(dst, b.width))
+                       : fs.file->ReadRows(b.file_offset, b.pitch, b.width,
+                                           rows, dst);
+    }
+    internal::CopyRows(fs.map->data() + b.file_offset, b.pitch, b.width, rows,
+                       dst);
+    return Status::OK();
   }
 
   // Raises STATUS, naming tensor TI, unless it is OK (the name is added

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -125,6 +126,24 @@ TEST(SelectSliceTest, ColumnRangeIsOneStridedBlock) {
   EXPECT_EQ(b.width, 2752u * 2);
   EXPECT_EQ(b.pitch, 11008u * 2);
   EXPECT_EQ(b.file_offset, 8u + 2752u * 2);
+}
+
+TEST(SelectSliceTest, StepsUpToTheLargestCountWithoutWrapping) {
+  // range(1, 5, 2**64 - 1) is [1]: a count of ceil(4 / step) that added
+  // step - 1 before dividing wrapped to 0 and selected nothing.
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ((DimSlice{1, 5, max}.count()), 1u);
+  EXPECT_EQ((DimSlice{0, max, max}.count()), 1u);
+  EXPECT_EQ((DimSlice{0, max, 1}.count()), max);
+  EXPECT_EQ((DimSlice{0, 7, 3}.count()), 3u);
+  EXPECT_EQ((DimSlice{5, 5, 1}.count()), 0u);
+  EXPECT_EQ((DimSlice{6, 5, 1}.count()), 0u);
+  TensorInfo t = Tensor({8}, 1, 0);
+  std::vector<DimSlice> one = {{1, 5, max}};
+  auto sel = SelectSlice(t, 0, 8, one);
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  EXPECT_EQ(sel->shape, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(sel->bytes, 1u);
 }
 
 TEST(SelectSliceTest, BadSlicesNameTheTensorAndDimension) {

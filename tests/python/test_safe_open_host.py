@@ -6,6 +6,8 @@ the file never written, a file changed after open refused, and a
 LoadReport that says what happened."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -148,6 +150,50 @@ def test_file_cut_short_after_open_is_refused(model_file):
         os.truncate(model_file, size // 2)
         with pytest.raises(weightlift.WeightliftIOError, match="size"):
             f.get_tensor("w")
+
+
+_CUT_AFTER_FIRST_CALL = r"""
+import os, sys
+import weightlift
+path, framework, kind = sys.argv[1:4]
+with weightlift.safe_open(path, framework, zero_copy=False) as f:
+    f.get_tensor("a")  # the file is prepared (opened, mapped) by this call
+    os.truncate(path, 4096)
+    try:
+        if kind in ("tensor", "small tensor"):
+            f.get_tensor("b" if kind == "tensor" else "c")
+        elif kind == "small slice":
+            f.get_slice("b")[:, :8]
+        else:
+            f.get_slice("b")[:, :3072]
+    except weightlift.WeightliftIOError as e:
+        print("refused:", e)
+    else:
+        print("returned data from a file cut short")
+"""
+
+
+@pytest.mark.parametrize("framework", ["np", "pt"])
+@pytest.mark.parametrize(
+    "kind", ["tensor", "small tensor", "small slice", "large slice"])
+def test_file_cut_short_after_a_copy_call_is_refused(tmp_path, framework,
+                                                     kind):
+    """Copies (numpy, zero_copy=False) come out of the file's mapping: a
+    file truncated after the handle's first call must be an error on the
+    next call, not a SIGBUS (a child process, so a crash is a failure here,
+    not the end of pytest). The 6 MiB tensor is read with pread; the 64-byte
+    one and the small slice are copied from the mapping; the large slice
+    (4.5 MiB) is copied from the mapping after a populate."""
+    path = write_raw(str(tmp_path / "cut.safetensors"),
+                     [("a", "U8", [16], bytes(16)),
+                      ("b", "U8", [1536, 4096], bytes(1536 * 4096)),
+                      ("c", "U8", [64], bytes(64))])
+    proc = subprocess.run([sys.executable, "-c", _CUT_AFTER_FIRST_CALL, path,
+                           framework, kind], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.startswith("refused:"), proc.stdout + proc.stderr
+    assert "cut.safetensors" in proc.stdout, proc.stdout
 
 
 def test_misaligned_tensor_is_copied_not_mapped(tmp_path):
