@@ -26,7 +26,8 @@ class RowsFromMappingFile final : public File {
         refused_.load(std::memory_order_relaxed) != 0) {
       return base_->ReadRows(offset, pitch, width, rows, dst);
     }
-    // pitch <= 32 KiB: no overflow for any row count a file can hold.
+    // pitch <= kMappedRowsMaxPitch (64 KiB): no overflow for any row count
+    // a file can hold.
     const uint64_t cover = (rows - 1) * pitch + width;
     if (rows > size() / pitch + 1 || offset > size() ||
         cover > size() - offset) {
