@@ -40,13 +40,17 @@ struct TpPlanEntry {
   ShardStyle style = ShardStyle::kReplicate;
 };
 
+// The largest tp_size accepted: far beyond any tensor-parallel group, and
+// small enough that checking every rank's part boundaries stays quick.
+inline constexpr int kMaxTpSize = 1 << 16;
+
 struct TensorParallel {
   int rank = 0;
   int size = 1;                   // 1: every tensor whole
   std::vector<TpPlanEntry> plan;  // first match wins
 
-  // InvalidArgument when size < 1, rank < 0 or rank >= size, or a pattern
-  // is empty.
+  // InvalidArgument when size < 1 or size > kMaxTpSize, rank < 0 or
+  // rank >= size, or a pattern is empty.
   Status Validate() const;
 };
 

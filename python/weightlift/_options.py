@@ -48,6 +48,7 @@ C++ parser itself.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Dict
 
 from . import _errors, _native
@@ -155,7 +156,14 @@ def normalize(options: Dict[str, Any]) -> Dict[str, str]:
     if "local_world_size" not in out:
         # torchrun's count of processes on this host: ranks that load at
         # once share its cores (the C++ LoadOptions::local_world_size).
-        env = os.environ.get("LOCAL_WORLD_SIZE", "")
-        if env.isdigit() and int(env) >= 1:
+        # A value the option would refuse (not 1 to 1024 in ASCII digits) is
+        # left out with a warning: the caller never named the option, so
+        # its load must not fail on it.
+        env = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+        if env.isascii() and env.isdigit() and 1 <= int(env) <= 1024:
             out["local_world_size"] = str(int(env))
+        elif env:
+            warnings.warn(f"weightlift: LOCAL_WORLD_SIZE={env!r} ignored (not "
+                          "a process count from 1 to 1024)", RuntimeWarning,
+                          stacklevel=3)
     return out

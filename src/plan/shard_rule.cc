@@ -34,6 +34,11 @@ Status TensorParallel::Validate() const {
     return Status::InvalidArgument("tp_size must be at least 1, got " +
                                    std::to_string(size));
   }
+  if (size > kMaxTpSize) {
+    return Status::InvalidArgument("tp_size must be at most " +
+                                   std::to_string(kMaxTpSize) + ", got " +
+                                   std::to_string(size));
+  }
   if (rank < 0 || rank >= size) {
     return Status::InvalidArgument(
         "tp_rank must be in [0, tp_size): got tp_rank " + std::to_string(rank) +
@@ -100,9 +105,12 @@ StatusOr<TensorShard> Split(uint32_t index, const TensorInfo& t,
   const uint64_t first_bits = range.start * inner * bits;
   const uint64_t part_bits = (range.stop - range.start) * inner * bits;
   // Every rank's boundaries, not just this one's: all ranks of a group
-  // must accept or refuse the same plan.
+  // must accept or refuse the same plan. A boundary is a multiple of
+  // inner * bits, so only sub-byte slabs (F4, F6 with few inner elements)
+  // need the ranks checked one by one.
   bool cuts_a_byte = row_bits % 8 != 0;
-  for (int r = 0; r < tp.size && !cuts_a_byte; ++r) {
+  const bool slab_is_bytes = inner * bits % 8 == 0;
+  for (int r = 0; r < tp.size && !cuts_a_byte && !slab_is_bytes; ++r) {
     cuts_a_byte =
         TensorSplitRange(t.shape[dim], tp.size, r).start * inner * bits % 8 !=
         0;

@@ -94,6 +94,16 @@ TEST(TensorParallel, RejectsBadRankAndSize) {
   EXPECT_NE(high.status().message().find("tp_rank 4 with tp_size 4"),
             std::string::npos);
   EXPECT_FALSE(ShardTensors(ts, Tp(-1, 2)).ok());
+  auto huge = ShardTensors(ts, Tp(0, kMaxTpSize + 1));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("tp_size must be at most 65536"),
+            std::string::npos)
+      << huge.status().message();
+  // The largest group splits in no time (the byte check per rank is only
+  // for sub-byte slabs): the last rank's part of 4 rows is empty.
+  auto largest = ShardTensors(
+      ts, Tp(kMaxTpSize - 1, kMaxTpSize, {{"*", ShardStyle::kColwise}}));
+  ASSERT_TRUE(largest.ok()) << largest.status().message();
   EXPECT_FALSE(ShardTensors(ts, Tp(0, 2, {{"", ShardStyle::kColwise}})).ok());
 }
 

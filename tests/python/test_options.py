@@ -94,6 +94,20 @@ def test_types_and_ranges_are_checked(checkpoint):
         weightlift.torch.load_file(checkpoint, staging="lots")
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "0", "5000",
+                                   "99999999999999999999999", "four"])
+def test_a_bad_local_world_size_variable_is_ignored_not_fatal(
+        checkpoint, monkeypatch, value):
+    """LOCAL_WORLD_SIZE comes from the environment, not the caller: a value
+    the option would refuse (a Unicode digit, 0, above 1024, text) is left
+    out with a warning naming it, and the load runs as without it."""
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", value)
+    with pytest.warns(RuntimeWarning, match="LOCAL_WORLD_SIZE"):
+        out = weightlift.torch.load_file(checkpoint)
+    assert torch.equal(out["w"], torch.arange(4096, dtype=torch.float32))
+    assert weightlift.last_report().options["local_world_size"] == 1
+
+
 def test_co_located_ranks_share_the_cores(checkpoint, monkeypatch):
     """torchrun's LOCAL_WORLD_SIZE (processes on this host) becomes
     local_world_size when not given: the automatic thread count divides the
