@@ -55,7 +55,11 @@ int ExitCodeFor(StatusCode code) {
 }
 
 int ReportError(const Status& status) {
-  std::fprintf(stderr, "weightlift: error: %s\n", status.ToString().c_str());
+  // Messages quote names from the checkpoint (tensor and shard names): their
+  // control bytes are escaped so the error stays one line and cannot drive
+  // the terminal.
+  std::fprintf(stderr, "weightlift: error: %s\n",
+               Printable(status.ToString()).c_str());
   std::fflush(stderr);
   return ExitCodeFor(status.code());
 }

@@ -117,8 +117,12 @@ UniqueFd::~UniqueFd() {
 StatusOr<UniqueFd> OpenReadOnly(const std::string& path, int extra_flags,
                                 const char* backend) {
   int fd;
+  // O_NONBLOCK: opening a FIFO (or a device) named like a checkpoint file
+  // would otherwise block until a writer comes, before the caller's
+  // regular-file check could refuse it. Cleared again below: it means
+  // nothing to reads of a regular file, but the descriptor stays plain.
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     const int err = errno;
@@ -130,7 +134,16 @@ StatusOr<UniqueFd> OpenReadOnly(const std::string& path, int extra_flags,
     }
     return Status::IoErrorFromErrno(m, err);
   }
-  return UniqueFd(fd);
+  UniqueFd owned(fd);
+  if ((extra_flags & O_NONBLOCK) == 0) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      return Status::IoErrorFromErrno(
+          std::string(backend) + ": cannot clear O_NONBLOCK on '" + path + "'",
+          errno);
+    }
+  }
+  return owned;
 }
 
 }  // namespace weightlift::internal

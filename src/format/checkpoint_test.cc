@@ -4,9 +4,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "format/index.h"
 #include "format/test_util.h"
@@ -42,7 +44,10 @@ std::string IndexJson(
   std::string s = "{\"metadata\":{\"total_size\":0},\"weight_map\":{";
   for (size_t i = 0; i < map.size(); ++i) {
     if (i) s += ",";
-    s += "\"" + map[i].first + "\":\"" + map[i].second + "\"";
+    // Escaped as JSON, so names with control bytes or '\\' reach the
+    // shard-name rules rather than failing as bad JSON.
+    s += nlohmann::json(map[i].first).dump() + ":" +
+         nlohmann::json(map[i].second).dump();
   }
   return s + "}}";
 }
@@ -125,6 +130,32 @@ TEST(CheckpointOpen, DirectoryWithoutSafetensorsIsNotFound) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("no *.safetensors"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(CheckpointOpen, FifosAreRefusedWithoutWaitingForAWriter) {
+  // A FIFO named like a checkpoint file, alone, as a shard of a directory,
+  // or as the index: open(2) would block until a writer came.
+  for (const char* name :
+       {"model.safetensors", "model.safetensors.index.json"}) {
+    SCOPED_TRACE(name);
+    TempDir dir;
+    ASSERT_EQ(::mkfifo((dir / name).c_str(), 0600), 0);
+    StatusOr<Checkpoint> r = Checkpoint::Open(dir / name);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(name), std::string::npos)
+        << r.status().message();
+    EXPECT_FALSE(Checkpoint::Open(dir.path()).ok());
+  }
+  TwoShards c;
+  fs::remove(c.dir / "b.safetensors");
+  ASSERT_EQ(::mkfifo((c.dir / "b.safetensors").c_str(), 0600), 0);
+  c.Index({{"w1", "a.safetensors"},
+           {"w2", "a.safetensors"},
+           {"w3", "b.safetensors"}});
+  StatusOr<Checkpoint> r = Checkpoint::Open(c.dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("b.safetensors"), std::string::npos)
       << r.status().message();
 }
 
@@ -225,8 +256,11 @@ TEST(CheckpointIndex, TensorOfIndexNotInShard) {
 }
 
 TEST(CheckpointIndex, UnsafeShardPaths) {
-  for (std::string bad : {"../x.safetensors", "/abs.safetensors",
-                          "sub/../../x.safetensors", "..", "a/..", ""}) {
+  for (std::string bad :
+       {"../x.safetensors", "/abs.safetensors", "sub/../../x.safetensors", "..",
+        "a/..", "", "%2e%2e/x.safetensors", "..%2fx.safetensors",
+        "a?.safetensors", "a#b.safetensors", "..\\x.safetensors",
+        "a\nb.safetensors", "\x1b]0;t\x07x.safetensors"}) {
     SCOPED_TRACE(bad);
     TwoShards c;
     c.Index({{"w1", bad}});
@@ -235,6 +269,16 @@ TEST(CheckpointIndex, UnsafeShardPaths) {
   EXPECT_TRUE(internal::IsSafeShardName("sub/model.safetensors"));
   EXPECT_TRUE(internal::IsSafeShardName("..a.safetensors"));
   EXPECT_TRUE(internal::IsSafeShardName("a../b"));
+}
+
+TEST(CheckpointIndex, EmptyWeightMapIsRefused) {
+  // {"weight_map": {}} would load nothing and report success.
+  TwoShards c;
+  c.Index({});
+  auto ckpt = Checkpoint::Open(c.dir.path());
+  ExpectRule(ckpt, FormatError::kIndexNoWeightMap);
+  EXPECT_NE(ckpt.status().message().find("lists no tensors"), std::string::npos)
+      << ckpt.status().message();
 }
 
 TEST(CheckpointIndex, SubdirectoryShardsAllowed) {

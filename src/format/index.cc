@@ -16,7 +16,16 @@ Status Corrupt(FormatError rule, std::string_view label, std::string msg) {
 
 bool IsSafeShardName(std::string_view name) {
   if (name.empty() || name.front() == '/') return false;
-  if (name.find('\0') != std::string_view::npos) return false;
+  for (const char c : name) {
+    // Control bytes would reach terminals and logs raw; '%', '?', '#' and
+    // '\\' change what a URL names, so an http(s) checkpoint's shard could
+    // name a file outside its folder ("%2e%2e/x" on a server that decodes).
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f || c == '%' || c == '?' || c == '#' ||
+        c == '\\') {
+      return false;
+    }
+  }
   size_t start = 0;
   while (start <= name.size()) {
     size_t slash = name.find('/', start);
@@ -80,9 +89,16 @@ StatusOr<ParsedIndex> ParseIndex(std::span<const std::byte> bytes,
       return Corrupt(FormatError::kIndexUnsafePath, label,
                      "weight_map[\"" + tensor + "\"] names shard \"" + name +
                          "\": shard names must be relative paths without "
-                         "'..' components");
+                         "'..' components, control characters, '%', '?', "
+                         "'#' or '\\'");
     }
     index.weight_map.emplace(tensor, std::move(name));
+  }
+  if (index.weight_map.empty()) {
+    // Loading it would succeed with nothing loaded: a truncated or
+    // placeholder index, not a checkpoint.
+    return Corrupt(FormatError::kIndexNoWeightMap, label,
+                   "index's \"weight_map\" lists no tensors");
   }
   return index;
 }

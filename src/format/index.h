@@ -27,7 +27,8 @@ StatusOr<ParsedIndex> ParseIndex(std::span<const std::byte> bytes,
                                  std::string_view label);
 
 // True when NAME is a relative path with no ".." component, not empty, with
-// no NUL byte.
+// no control character and none of '%', '?', '#', '\\' (characters that
+// change what a URL names when the checkpoint is read over http(s)).
 bool IsSafeShardName(std::string_view name);
 
 }  // namespace weightlift::internal
