@@ -458,6 +458,21 @@ class ErrorTest(Fixture):
             f.write("not a checkpoint\n")
         self.expect(EXIT_NOT_FOUND, "inspect", empty, needle="safetensors")
 
+    def test_names_from_the_checkpoint_cannot_drive_the_terminal(self):
+        """A shard name with an escape sequence and a newline is refused,
+        and the one-line error shows it escaped, never raw."""
+        d = os.path.join(self.tmp, "escape-names")
+        os.makedirs(d, exist_ok=True)
+        bad = "\x1b]0;pwned\x07\x1b[2J\nx.safetensors"
+        with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+            json.dump({"weight_map": {"w": bad}}, f)
+        err = self.expect(EXIT_FORMAT, "inspect", d,
+                          needle="index_unsafe_path")
+        self.assertNotIn("\x1b", err)
+        self.assertNotIn("\x07", err)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("\\x1b]0;pwned", err)
+
     def test_unknown_flag_and_usage(self):
         self.expect(EXIT_USAGE, "inspect", "--bogus", self.single,
                     needle="--bogus")
