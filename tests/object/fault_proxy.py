@@ -16,6 +16,9 @@ of an object's first bytes that opening it does). Kinds:
   short      announce and send half the body (Content-Length halved)
   long       announce and send the body plus 100 extra bytes
   etag       forward the answer with a different ETag
+  endless_error  answer 500 with a body that does not end (up to 1 TiB, so
+             bounded, but far more than any client should read: a client
+             must stop after the part of an error body it keeps)
 Every loop is bounded: rules are consumed, and stalls end.
 
 Run: python fault_proxy.py UPSTREAM_URL PORT_FILE  (prints nothing; writes
@@ -110,6 +113,19 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            return
+        if kind == "endless_error":
+            self.send_response(500, "Internal Server Error")
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            chunk = b"error " * 10922
+            try:
+                for _ in range((1 << 40) // len(chunk)):
+                    self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
             return
         up = http.client.HTTPConnection(self.state.host, self.state.port,
                                         timeout=60)

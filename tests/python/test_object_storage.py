@@ -378,6 +378,27 @@ def test_fault_ends_in_a_clean_error(store, proxy, fault, message):
     assert r.stdout.strip() == ""  # nothing reported as loaded
 
 
+def test_an_endless_error_body_is_not_read_to_its_end(store, proxy):
+    """A server that answers 500 with a body that never ends: the client
+    keeps the start of it for the message and stops reading, so the load
+    fails in seconds (retries included) instead of reading forever."""
+    env = _env(store, endpoint=proxy["url"],
+               WEIGHTLIFT_OBJECT_MAX_ATTEMPTS="2")
+    proxy["set"]([{"fault": "endless_error", "count": 1000,
+                   "min_offset": 1}])
+    t0 = time.monotonic()
+    try:
+        r = _run(["verify", "--hash", "sha256",
+                  "s3://models/single.safetensors"], env, timeout=60)
+    finally:
+        proxy["set"]([])
+    assert time.monotonic() - t0 < 30
+    assert r.returncode == 4, r.stderr
+    assert "HTTP 500" in r.stderr, r.stderr
+    assert "after 2 attempts" in r.stderr, r.stderr
+    assert r.stdout.strip() == ""
+
+
 def test_no_secret_in_any_output():
     assert _OUTPUTS, "no weightlift output was collected"
     for out in _OUTPUTS:

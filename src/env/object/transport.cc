@@ -33,8 +33,16 @@ struct Transfer {
   curl_slist* headers = nullptr;
   Exchange* x = nullptr;
   Batch* batch = nullptr;
+  // Set when OnBody stopped an error response after keeping its first
+  // kErrorBodyBytes: the exchange then ends as that HTTP status, not as a
+  // write error.
+  bool error_body_cut = false;
   char error[CURL_ERROR_SIZE];
 };
+
+// What an error response's body is kept for (its message); the rest is not
+// read, so a server that streams an endless error body cannot hold a load.
+constexpr size_t kErrorBodyBytes = 4096;
 
 bool StartsWithNoCase(const char* p, size_t n, const char* prefix) {
   const size_t k = std::strlen(prefix);
@@ -86,10 +94,12 @@ size_t OnBody(char* p, size_t size, size_t n, void* user) {
     }
   }
   if (x->status < 200 || x->status >= 300) {
-    const size_t keep =
-        std::min(len, size_t{4096} - std::min(size_t{4096}, x->body.size()));
+    const size_t keep = std::min(
+        len, kErrorBodyBytes - std::min(kErrorBodyBytes, x->body.size()));
     x->body.append(p, keep);
-    return len;
+    if (x->body.size() < kErrorBodyBytes) return len;
+    t->error_body_cut = true;
+    return 0;  // enough of it: stop reading (Finish keeps the status)
   }
   if (x->dst.empty()) {
     if (x->body.size() + len > x->body_limit) {
@@ -167,6 +177,7 @@ class Driver {
     Exchange* x = p.x;
     t->x = x;
     t->batch = p.batch;
+    t->error_body_cut = false;
     t->error[0] = '\0';
     for (const std::string& h : x->headers) {
       t->headers = curl_slist_append(t->headers, h.c_str());
@@ -215,6 +226,7 @@ class Driver {
     Transfer* t = nullptr;
     curl_easy_getinfo(e, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
     Exchange* x = t->x;
+    if (result == CURLE_WRITE_ERROR && t->error_body_cut) result = CURLE_OK;
     x->curl_code = result;
     if (result != CURLE_OK) {
       x->curl_error = t->error[0] ? t->error : curl_easy_strerror(result);
