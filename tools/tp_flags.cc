@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -21,23 +21,52 @@ void AddTpFlags(CLI::App* app, TpFlags* flags) {
 }
 
 StatusOr<TensorParallel> MakeTensorParallel(const TpFlags& flags) {
-  if (flags.size == 0 || flags.rank == -1) {
+  if (flags.size == TpFlags::kNotGiven || flags.rank == TpFlags::kNotGiven) {
     return Status::InvalidArgument(
-        std::string(flags.size == 0 ? "--tp-size" : "--tp-rank") +
+        std::string(flags.size == TpFlags::kNotGiven ? "--tp-size"
+                                                     : "--tp-rank") +
         " is required with --tp-size / --tp-rank / --tp-plan");
   }
   TensorParallel tp;
   tp.size = flags.size;
   tp.rank = flags.rank;
   if (!flags.plan_path.empty()) {
-    std::ifstream in(flags.plan_path);
+    std::ifstream in(flags.plan_path, std::ios::binary);
     if (!in) {
       return Status::NotFound("--tp-plan " + flags.plan_path + ": cannot open");
     }
-    std::stringstream text;
-    text << in.rdbuf();
+    std::string text(kMaxTpPlanBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxTpPlanBytes) {
+      return Status::InvalidArgument(
+          "--tp-plan " + flags.plan_path + ": longer than " +
+          std::to_string(kMaxTpPlanBytes) + " bytes (a plan is a few lines)");
+    }
+    // First match wins, so the order of the keys is the plan: an ordered
+    // object, and a repeated key (which would silently replace the first)
+    // refused.
+    std::string repeated;
+    std::vector<std::set<std::string>> keys;  // per open object
+    auto no_repeats = [&](int, nlohmann::ordered_json::parse_event_t event,
+                          nlohmann::ordered_json& value) {
+      using Event = nlohmann::ordered_json::parse_event_t;
+      if (event == Event::object_start) keys.emplace_back();
+      if (event == Event::object_end && !keys.empty()) keys.pop_back();
+      if (event == Event::key && !keys.empty() && repeated.empty() &&
+          !keys.back().insert(value.get<std::string>()).second) {
+        repeated = value.get<std::string>();
+      }
+      return true;
+    };
     nlohmann::ordered_json plan = nlohmann::ordered_json::parse(
-        text.str(), nullptr, /*allow_exceptions=*/false);
+        text, no_repeats, /*allow_exceptions=*/false);
+    if (!repeated.empty()) {
+      return Status::InvalidArgument("--tp-plan " + flags.plan_path +
+                                     ": pattern '" + repeated +
+                                     "' appears twice (first match wins, so "
+                                     "say which one you mean)");
+    }
     if (plan.is_object() && plan.contains("tp_plan") &&
         plan["tp_plan"].is_object()) {
       plan = plan["tp_plan"];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,20 @@ class App;
 namespace weightlift::cli {
 
 struct TpFlags {
-  int size = 0;           // 0: not given
-  int rank = -1;          // -1: not given
+  // A value no flag can mean, so that "--tp-size 0" is a range error and
+  // not a missing flag.
+  static constexpr int kNotGiven = std::numeric_limits<int>::min();
+  int size = kNotGiven;
+  int rank = kNotGiven;
   std::string plan_path;  // JSON object: glob pattern -> colwise|rowwise|...
   bool requested() const {
-    return size != 0 || rank != -1 || !plan_path.empty();
+    return size != kNotGiven || rank != kNotGiven || !plan_path.empty();
   }
 };
+
+// The largest plan file read (a plan is a few lines; /dev/zero must not be
+// read forever).
+inline constexpr size_t kMaxTpPlanBytes = 1u << 20;
 
 void AddTpFlags(CLI::App* app, TpFlags* flags);
 

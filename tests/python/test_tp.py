@@ -476,6 +476,30 @@ def test_cli_loads_one_rank_and_reports_its_bytes(ckpt, tmp_path):
     assert "got tp_rank 2 with tp_size 2" in proc.stderr
 
 
+def test_cli_flag_errors_say_what_is_wrong(ckpt, tmp_path):
+    """Values given but out of range are range errors (not "required"); a
+    plan with a pattern twice (first match wins: ambiguous) and a plan that
+    never ends (/dev/zero) are refused, each in one line."""
+    def err(*args):
+        proc = subprocess.run([_cli(), "load", ckpt, *args],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        return proc.stderr
+    assert "tp_size must be at least 1, got 0" in err("--tp-size", "0",
+                                                      "--tp-rank", "0")
+    assert "got tp_rank -1 with tp_size 2" in err("--tp-size", "2",
+                                                  "--tp-rank", "-1")
+    assert "--tp-rank is required" in err("--tp-size", "2")
+    assert "--tp-size is required" in err("--tp-rank", "0")
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"*": "colwise", "*": "replicate"}')
+    assert "pattern '*' appears twice" in err("--tp-size", "2", "--tp-rank",
+                                              "0", "--tp-plan", str(dup))
+    assert "longer than 1048576 bytes" in err(
+        "--tp-size", "2", "--tp-rank", "0", "--tp-plan", "/dev/zero")
+
+
 def test_auto_plan_from_config_json(ckpt, tmp_path):
     """tp_plan="auto" from the model's config.json (transformers comes with
     `make deps`: python/requirements-dev.txt)."""
