@@ -120,19 +120,34 @@ def wait(job: "_native.Job", progress: bool, total: int,
     """Waits for JOB (GIL released in slices, so Ctrl-C works); draws a tqdm
     bar from the loader's on_progress counts when PROGRESS; raises the load's
     error; returns and records its LoadReport."""
-    bar = _progress_bar(progress, total, desc)
+    bar = None
     try:
+        bar = _progress_bar(progress, total, desc)
         while not job.wait(_POLL_S if bar else 0.5):
             if bar:
                 _advance(bar, job)
         if bar:
             bar.update(bar.total - bar.n)
+    except BaseException:
+        # Ctrl-C, or no tqdm for the bar: the load cannot be stopped half
+        # way, so it is let end before the error goes up. Otherwise it would
+        # go on writing into the caller's tensors after the call returned
+        # (and over a later load into the same tensors).
+        _let_end(job)
+        raise
     finally:
         if bar:
             bar.close()
     report = LoadReport(job.finish())
     set_last_report(report)
     return report
+
+
+def _let_end(job: "_native.Job") -> None:
+    """Waits until JOB's thread has stopped writing (its outcome is dropped:
+    the caller is already raising). A second Ctrl-C still goes up."""
+    while not job.wait(0.5):
+        pass
 
 
 def _progress_bar(progress: bool, total: int, desc: str):

@@ -1,6 +1,8 @@
 """iter_tensors, load_into, LoadReport, progress."""
 
 import numpy as np
+import sys
+
 import pytest
 import safetensors.torch
 import torch
@@ -147,6 +149,32 @@ def _finished_bars(err):
     """The last state of every tqdm bar in ERR (bars redraw with \r)."""
     lines = [seg.strip() for seg in err.replace("\n", "\r").split("\r")]
     return [seg for seg in lines if seg.startswith("weightlift")]
+
+
+def test_a_load_into_that_raises_has_stopped_writing(tmp_path, monkeypatch):
+    """progress=True without tqdm raises ImportError after the load has
+    started: by the time the error reaches the caller, the load has ended,
+    so nothing writes into the targets afterwards (it used to go on writing
+    for as long as the load took)."""
+    import safetensors.torch
+    t = {f"w{i:02d}": torch.full((4 << 20,), float(i + 1)) for i in range(48)}
+    path = str(tmp_path / "big.safetensors")
+    safetensors.torch.save_file(t, path)
+    targets = {k: torch.zeros_like(v) for k, v in t.items()}
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    try:
+        weightlift.load_into(targets, path, progress=True, threads=1,
+                             backend="pread")
+    except ImportError:
+        # The last tensor of the file (one thread reads in file order),
+        # looked at first, before anything else can pass.
+        last = targets["w47"][-1].item()
+    else:
+        pytest.fail("progress=True without tqdm did not raise")
+    assert last == 48.0
+    written = [k for k, v in targets.items() if torch.equal(v, t[k])]
+    assert len(written) == len(t), f"{len(written)} of {len(t)} written"
 
 
 def test_progress_bar(ckpt, capsys):
