@@ -37,6 +37,12 @@ def open_checkpoint(path: Any) -> "_native.Checkpoint":
     if isinstance(path, _native.Checkpoint):
         return path
     path = os.fspath(path)
+    if ("\0" if isinstance(path, str) else b"\0") in path:
+        # The C++ refuses it too (the system calls would open the file named
+        # by the part before it); safetensors' error here, as for a missing
+        # file.
+        raise _errors.NotFoundError(f"No such file or directory: {path}",
+                                    code="NotFound")
     try:
         return _native.Checkpoint.open(path)
     except _errors.NotFoundError:

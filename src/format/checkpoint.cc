@@ -187,6 +187,12 @@ uint64_t TensorInfo::num_elements() const {
 }
 
 StatusOr<Checkpoint> Checkpoint::Open(const std::string& path) {
+  if (const size_t nul = path.find('\0'); nul != std::string::npos) {
+    // The system calls would see only the part before it: another file.
+    return Status::InvalidArgument("checkpoint path '" + path.substr(0, nul) +
+                                   "\\0...' contains a NUL byte at " +
+                                   std::to_string(nul));
+  }
   WL_ASSIGN_OR_RETURN(Env * env, internal::EnvForLocation(path));
   return internal::OpenCheckpoint(*env, path);
 }

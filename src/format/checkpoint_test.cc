@@ -121,6 +121,17 @@ TEST(CheckpointOpen, MissingPathIsNotFound) {
             std::string::npos);
 }
 
+TEST(CheckpointOpen, PathWithANulByteIsRefusedNotTruncated) {
+  TempDir dir;
+  Write(dir / "a.safetensors", {T("w1")});
+  const std::string path = dir / "a.safetensors" + std::string(1, '\0') + "x";
+  StatusOr<Checkpoint> r = Checkpoint::Open(path);
+  ASSERT_FALSE(r.ok()) << "opened " << dir / "a.safetensors";
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("NUL byte"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(CheckpointOpen, DirectoryWithoutSafetensorsIsNotFound) {
   TempDir dir;
   WriteFile(dir / "README.md", "hi");

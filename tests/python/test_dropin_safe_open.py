@@ -162,6 +162,24 @@ def test_missing_file_says_what_safetensors_says(tmp_path, path,
         assert str(err) == f"No such file or directory: {path}"
 
 
+def test_a_path_with_a_nul_byte_opens_nothing(tmp_path, monkeypatch):
+    """"real.safetensors\\0x" exists only up to the NUL: the system calls
+    would open real.safetensors. safetensors says the file is missing, and
+    so does weightlift (it used to load real.safetensors)."""
+    monkeypatch.chdir(tmp_path)
+    safetensors.torch.save_file({"w": torch.ones(2)}, "real.safetensors")
+    path = "real.safetensors\0x"
+    calls = [
+        (lambda: weightlift.safe_open(path, "pt"),
+         lambda: safetensors.safe_open(path, "pt")),
+        (lambda: weightlift.torch.load_file(path),
+         lambda: safetensors.torch.load_file(path)),
+    ]
+    for ours, theirs in calls:
+        _, err = assert_same_outcome(ours, theirs, repr(path), message=True)
+        assert isinstance(err, FileNotFoundError)
+
+
 def test_arguments_are_checked_before_the_file(tmp_path, monkeypatch):
     """An invalid backend or device on a missing file: safetensors checks
     the arguments first (SafetensorError), then the file."""
