@@ -53,6 +53,25 @@ def _expected(t: Any, dt: str, shape) -> Tuple[Any, Tuple[int, ...]]:
     return _dtypes.numpy_layout(dt, shape)
 
 
+def _mark_modified(tensors) -> None:
+    """Bumps each torch tensor's autograd version counter, as an in-place
+    write does (torch.autograd.graph.increment_version where torch has it;
+    on older torch an in-place op on an empty view, which launches
+    nothing). numpy targets have none."""
+    tensors = [t for t in tensors if not hasattr(t, "flags")]
+    if not tensors:
+        return
+    import torch
+    bump = getattr(getattr(torch.autograd, "graph", None),
+                   "increment_version", None)
+    with torch.no_grad():
+        for t in tensors:
+            if bump is not None:
+                bump(t)
+            else:
+                t.view(-1)[:0].zero_()
+
+
 def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
               progress: bool = False, **options) -> LoadReport:
     """Loads CHECKPOINT (file, index or directory) into the existing tensors
@@ -137,16 +156,23 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
                 f"{sorted(per_device)}", code="InvalidArgument")
 
     reports = []
-    for dev, dests in per_device.items():
-        if dev.startswith("cuda"):
-            import torch
-            # Work queued on the targets (e.g. to_empty, earlier kernels)
-            # must finish before the loader's streams write into them.
-            torch.cuda.synchronize(dev)
-        total = sum(s for _, _, s in dests)
-        with _core.pooled_loader(dict(options, device=dev)) as loader:
-            job = loader.start_load_into(ckpt, dests, targets)
-            reports.append(_core.wait(job, progress, total))
+    try:
+        for dev, dests in per_device.items():
+            if dev.startswith("cuda"):
+                import torch
+                # Work queued on the targets (e.g. to_empty, earlier
+                # kernels) must finish before the loader's streams write.
+                torch.cuda.synchronize(dev)
+            total = sum(s for _, _, s in dests)
+            with _core.pooled_loader(dict(options, device=dev)) as loader:
+                job = loader.start_load_into(ckpt, dests, targets)
+                reports.append(_core.wait(job, progress, total))
+    finally:
+        # Written behind autograd's back (raw bytes): as for an in-place
+        # copy_, a backward through a graph that saved these tensors must
+        # refuse, not use the new values. Also after a failure part way.
+        _mark_modified(targets[n] for dests in per_device.values()
+                       for n, _, _ in dests)
     report = LoadReport.merge(reports) or LoadReport(
         {"device": want_device and device_string(want_device) or "cpu",
          "tensors": 0, "bytes": 0, "bytes_read": 0, "seconds": 0.0,

@@ -177,6 +177,23 @@ def test_a_load_into_that_raises_has_stopped_writing(tmp_path, monkeypatch):
     assert len(written) == len(t), f"{len(written)} of {len(t)} written"
 
 
+def test_load_into_counts_as_an_in_place_write_for_autograd(tmp_path):
+    """A weight saved for backward and then overwritten by load_into: the
+    backward refuses, as after an in-place copy_ (safetensors' load_model
+    copies, so it refuses too); it used to run on the new values."""
+    import safetensors.torch
+    path = str(tmp_path / "w.safetensors")
+    safetensors.torch.save_file({"w": torch.full((3,), 2.0)}, path)
+    w = torch.nn.Parameter(torch.ones(3))
+    loss = (w * w).sum()  # saves w for backward
+    before = w._version
+    weightlift.load_into({"w": w}, path)
+    assert torch.equal(w.detach(), torch.full((3,), 2.0))
+    assert w._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace"):
+        loss.backward()
+
+
 def test_progress_bar(ckpt, capsys):
     """progress=True draws a tqdm bar (on stderr) that ends at the load's
     byte count; progress=False draws nothing."""
