@@ -31,6 +31,14 @@ def _describe(t: Any) -> Tuple[str, Any, Tuple[int, ...], int, int, bool]:
             raise InvalidArgumentError(
                 "is on the meta device (no memory); materialize it first, "
                 "e.g. module.to_empty(device=...)", code="InvalidArgument")
+        for lazy, what, resolve in (("is_conj", "conjugated", "resolve_conj"),
+                                    ("is_neg", "negated", "resolve_neg")):
+            if getattr(t, lazy, lambda: False)():
+                # Its memory holds the values before a lazy conjugation or
+                # negation: raw bytes written there would read back changed.
+                raise InvalidArgumentError(
+                    f"is a lazily {what} view ({lazy}() is True); load into "
+                    f"t.{resolve}() instead", code="InvalidArgument")
         dev = t.device
         dev_s = "cpu" if dev.type == "cpu" else (
             f"cuda:{dev.index if dev.index is not None else 0}"

@@ -194,6 +194,30 @@ def test_load_into_counts_as_an_in_place_write_for_autograd(tmp_path):
         loss.backward()
 
 
+def test_lazily_conjugated_or_negated_targets_are_refused(tmp_path):
+    """A .conj() view's memory holds the unconjugated values: raw bytes
+    written there read back conjugated (copy_ would write the right ones).
+    Refused before anything is written."""
+    import safetensors.torch
+    path = str(tmp_path / "z.safetensors")
+    z = torch.tensor([1 + 2j, 3 + 4j], dtype=torch.complex64)
+    safetensors.torch.save_file({"z": z}, path)
+    target = torch.zeros(2, dtype=torch.complex64).conj()
+    with pytest.raises(weightlift.InvalidArgumentError, match="conjugated"):
+        weightlift.load_into({"z": target}, path)
+    assert torch.equal(target.resolve_conj(), torch.zeros(2,
+                                                          dtype=torch.complex64))
+    neg = torch.zeros(2, dtype=torch.complex64).conj().imag
+    if neg.is_neg():
+        safetensors.torch.save_file({"i": torch.ones(2)}, path)
+        with pytest.raises(weightlift.InvalidArgumentError, match="negated"):
+            weightlift.load_into({"i": neg}, path)
+    plain = torch.zeros(2, dtype=torch.complex64)
+    safetensors.torch.save_file({"z": z}, path)
+    weightlift.load_into({"z": plain}, path)
+    assert torch.equal(plain, z)
+
+
 def test_progress_bar(ckpt, capsys):
     """progress=True draws a tqdm bar (on stderr) that ends at the load's
     byte count; progress=False draws nothing."""
