@@ -13,9 +13,10 @@ before the buffers can be freed.
 from __future__ import annotations
 
 import collections
+import threading
 from typing import Any, Iterator, Optional, Tuple
 
-from . import _core, _dtypes
+from . import _core, _dtypes, _errors
 from ._options import device_string
 from .report import LoadReport
 
@@ -28,18 +29,21 @@ class TensorIterator:
     def __init__(self, path: Any, device: Any = "cpu", framework: str = "pt",
                  progress: bool = False, **options):
         if framework not in ("pt", "torch", "np", "numpy"):
-            raise ValueError(f"framework must be 'pt' or 'np', got "
+            raise _errors.InvalidArgumentError(f"framework must be 'pt' or 'np', got "
                              f"{framework!r}")
         self._np = framework in ("np", "numpy")
         self._device = device_string(device)
         if self._np and self._device != "cpu":
-            raise ValueError("framework 'np' loads into host memory only")
+            raise _errors.InvalidArgumentError("framework 'np' loads into host memory only")
         ckpt = _core.open_checkpoint(path)
         loader = _core.make_loader(dict(options, device=self._device))
         self.report: Optional[LoadReport] = None
         self._infos = []
         self._bufs = []
         self._empty = collections.deque()
+        # One consumer at a time: threads sharing the iterator take turns,
+        # each tensor going to one of them.
+        self._lock = threading.Lock()
         dests = []
         for name, dt, shape, _, _, size in ckpt.tensors():
             # Fail before allocating anything for a dtype we cannot return.
@@ -77,6 +81,10 @@ class TensorIterator:
         return self
 
     def __next__(self) -> Tuple[str, Any]:
+        with self._lock:
+            return self._next()
+
+    def _next(self) -> Tuple[str, Any]:
         if self._empty:
             name, dt, shape = self._empty.popleft()
             return name, self._view(None, dt, shape)
@@ -115,6 +123,10 @@ class TensorIterator:
     def close(self) -> None:
         """Stops iterating; waits for the load to end (buffers in flight
         must outlive it) and drops the ones not yet yielded."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._job is not None:
             job, self._job = self._job, None
             while not job.wait(3600):
@@ -142,7 +154,7 @@ def iter_tensors(path: Any, device: Any = "cpu", *, framework: str = "pt",
     tp = _tp.take_tp(options, path)
     if tp is not None:
         if framework not in ("pt", "torch"):
-            raise ValueError("tp_* and process_group load torch tensors")
+            raise _errors.InvalidArgumentError("tp_* and process_group load torch tensors")
         return _tp.TpIterator(path, device_string(device), tp, options)
     return TensorIterator(path, device=device, framework=framework,
                           progress=progress, **options)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
-from . import _core, _dtypes
+from . import _core, _dtypes, _errors
 from ._options import device_string, parse_size
 from .report import LoadReport
 
@@ -123,21 +123,25 @@ class TensorStream:
                  tp_rank: Optional[int] = None, tp_size: Optional[int] = None,
                  tp_plan: Any = None, **options):
         if framework not in ("pt", "torch", "np", "numpy"):
-            raise ValueError(f"framework must be 'pt' or 'np', got "
+            raise _errors.InvalidArgumentError(f"framework must be 'pt' or 'np', got "
                              f"{framework!r}")
         self._np = framework in ("np", "numpy")
         if self._np and process_group is not None:
-            raise ValueError("process_group streams torch tensors "
+            raise _errors.InvalidArgumentError("process_group streams torch tensors "
                              "(framework='pt')")
         self._device = device_string(device)
         if self._np and self._device != "cpu":
-            raise ValueError("framework 'np' loads into host memory only")
+            raise _errors.InvalidArgumentError("framework 'np' loads into host memory only")
         self.window_bytes = parse_size(window, "window")
         if self.window_bytes < 2 * _ALIGN:
-            raise ValueError(f"window: {self.window_bytes} bytes is too "
+            raise _errors.InvalidArgumentError(f"window: {self.window_bytes} bytes is too "
                              f"small (at least {2 * _ALIGN})")
         self._ckpt = _core.open_checkpoint(path)
         infos = self._ckpt.tensors()
+        if isinstance(names, (str, bytes)):
+            # set("ab") would be the names "a" and "b".
+            raise TypeError(f"names: expected a list of tensor names, got "
+                            f"the string {names!r}")
         if names is not None:
             wanted = set(names)
             missing = wanted - {t[0] for t in infos}
@@ -202,7 +206,7 @@ class TensorStream:
         try:
             # g.backend: "nccl", "gloo", or torch 2's "cpu:gloo,cuda:nccl".
             if ("nccl" if cuda else "gloo") not in g.backend:
-                raise ValueError(
+                raise _errors.InvalidArgumentError(
                     f"process_group: a {g.backend} group cannot deliver "
                     f"tensors on {self._device} (gloo for cpu, NCCL for "
                     f"cuda)")
@@ -486,7 +490,7 @@ def _tp_plan(plan, path, group, rank, size, np):
                             "stream splits only the tensors a plan names)")
         return []
     if np:
-        raise ValueError("tp_plan streams torch tensors (framework='pt')")
+        raise _errors.InvalidArgumentError("tp_plan streams torch tensors (framework='pt')")
     if group is not None:
         if rank is not None or size is not None:
             raise TypeError("with process_group, tp_rank and tp_size come "

@@ -218,6 +218,35 @@ def test_lazily_conjugated_or_negated_targets_are_refused(tmp_path):
     assert torch.equal(plain, z)
 
 
+def test_one_iterator_shared_by_threads_hands_each_tensor_out_once(tmp_path):
+    """Four threads pulling from one iter_tensors iterator: every tensor
+    comes out exactly once, with its own values, and no thread fails (two
+    threads at the end of the load used to race: AttributeError)."""
+    import threading
+    import safetensors.torch
+    t = {f"w{i:03d}": torch.full((256,), float(i)) for i in range(200)}
+    path = str(tmp_path / "many.safetensors")
+    safetensors.torch.save_file(t, path)
+    for _ in range(5):
+        it = weightlift.iter_tensors(path, threads=2)
+        got, errors = [], []
+
+        def pull():
+            try:
+                for name, tensor in it:
+                    got.append((name, tensor))
+            except BaseException as e:  # noqa: B036 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=pull) for _ in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == []
+        assert sorted(n for n, _ in got) == sorted(t)
+        assert all(torch.equal(v, t[n]) for n, v in got)
+
+
 def test_progress_bar(ckpt, capsys):
     """progress=True draws a tqdm bar (on stderr) that ends at the load's
     byte count; progress=False draws nothing."""

@@ -119,6 +119,13 @@ def test_names_subset_keeps_file_order(sharded):
     assert got == sorted(want, key=order.index)
     with pytest.raises(weightlift.TensorNotFoundError, match="nope"):
         weightlift.stream_tensors(root, names=["a.w", "nope"])
+    # A string is not a list of names (set("a.w") would be its letters).
+    with pytest.raises(TypeError, match="the string 'a.w'"):
+        weightlift.stream_tensors(root, names="a.w")
+    # A bad framework is the documented InvalidArgumentError (a ValueError).
+    for call in (weightlift.stream_tensors, weightlift.iter_tensors):
+        with pytest.raises(weightlift.InvalidArgumentError, match="'jax'"):
+            call(root, framework="jax")
 
 
 def test_numpy_framework(sharded):
