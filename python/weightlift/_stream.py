@@ -200,7 +200,8 @@ class TensorStream:
         same checkpoint (the C++ agreement, AgreeOnGroupLoad, with the
         group's timeout)."""
         from . import _group, _native, _tp_common
-        g = _group.TorchGroupTransport(process_group, float(timeout))
+        g = _group.TorchGroupTransport(
+            process_group, _tp_common.group_timeout_seconds(timeout))
         cuda = self._device.startswith("cuda")
         error, fingerprint = None, ""
         try:

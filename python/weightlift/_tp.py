@@ -24,7 +24,7 @@ from . import _core, _dtypes, _errors, _group, _native
 from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
 # What slice mode shares with group mode (_group) lives in a leaf module, so
 # that _tp imports _group and neither imports the other back.
-from ._tp_common import (DEFAULT_GROUP_TIMEOUT_S, Shard, TpRequest,
+from ._tp_common import (Shard, TpRequest, group_timeout_seconds,
                          make_report, shards, tp_notes)
 from .report import LoadReport
 
@@ -54,14 +54,8 @@ def take_tp(options: Dict[str, Any], path: Any) -> Optional[TpRequest]:
                                   or not isinstance(value, int)):
             raise TypeError(f"{key}: expected an int, got {value!r}")
     sharded = rank is not None or size is not None or plan is not None
-    if timeout is None:
-        timeout = DEFAULT_GROUP_TIMEOUT_S
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or timeout <= 0:
-        raise TypeError(f"group_timeout: expected seconds > 0, got "
-                        f"{timeout!r}")
     req = TpRequest(rank=rank, size=size, plan=[], group=group,
-                    timeout=float(timeout), sharded=sharded)
+                    timeout=group_timeout_seconds(timeout), sharded=sharded)
     if group is None:
         if size is None or rank is None:
             missing = "tp_size" if size is None else "tp_rank"

@@ -14,6 +14,22 @@ from . import _errors, _native
 from .report import LoadReport
 
 DEFAULT_GROUP_TIMEOUT_S = 300.0
+# A year: far beyond any load, and small enough for torch's and datetime's
+# conversions (inf, nan or 1e15 seconds failed inside the first collective).
+MAX_GROUP_TIMEOUT_S = 365 * 24 * 3600.0
+
+
+def group_timeout_seconds(value: Any) -> float:
+    """VALUE (seconds, None for the default) checked: a finite number above
+    0 and at most MAX_GROUP_TIMEOUT_S; TypeError naming group_timeout
+    otherwise, before any collective."""
+    if value is None:
+        return DEFAULT_GROUP_TIMEOUT_S
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 < value <= MAX_GROUP_TIMEOUT_S:
+        raise TypeError(f"group_timeout: expected seconds > 0 and at most "
+                        f"{MAX_GROUP_TIMEOUT_S:.0f} (a year), got {value!r}")
+    return float(value)
 
 
 @dataclass

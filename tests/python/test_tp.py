@@ -231,6 +231,46 @@ def test_bad_tp_arguments_are_clear_errors(ckpt):
                                    tp_plan="auto")
 
 
+_BAD_GROUP_TIMEOUTS = r"""
+import datetime, socket, sys
+import torch.distributed as dist
+import weightlift
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+s.close()
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                        rank=0, world_size=1,
+                        timeout=datetime.timedelta(seconds=30))
+calls = {"load_checkpoint": lambda t: weightlift.load_checkpoint(
+             sys.argv[1], process_group=dist.group.WORLD, group_timeout=t),
+         "stream_tensors": lambda t: list(weightlift.stream_tensors(
+             sys.argv[1], process_group=dist.group.WORLD, group_timeout=t))}
+for name, call in calls.items():
+    for bad in (float("inf"), float("nan"), 1e15, 0, -1):
+        try:
+            call(bad)
+        except TypeError as e:
+            assert "group_timeout" in str(e), e
+        else:
+            raise SystemExit(f"{name} accepted group_timeout={bad!r}")
+    call(30)  # a good one still loads
+print("ok")
+"""
+
+
+def test_bad_group_timeouts_are_refused_before_any_collective(ckpt):
+    """inf, nan and 1e15 s failed inside the first collective (an
+    OverflowError as a WeightliftIOError); stream_tensors took 0 and
+    negative values. Both refuse them first, naming group_timeout (a
+    one-process gloo group, in a child so the group does not outlive the
+    test)."""
+    proc = subprocess.run([sys.executable, "-c", _BAD_GROUP_TIMEOUTS, ckpt],
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              sys.path)))
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", \
+        proc.stdout + proc.stderr[-3000:]
+
+
 def test_first_call_opens_the_checkpoint_beside_the_loader(ckpt, tmp_path):
     """With no loader made yet, slice mode opens the checkpoint on a thread
     while the loader is made: the parts are the same, and an open that
