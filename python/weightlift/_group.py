@@ -277,9 +277,21 @@ class GroupLoad:
             self.rows = []
         loader_device = device if self.error is None else \
             _comm_device(tr, device)
-        self._loader_cm = _core.pooled_loader(dict(options,
-                                                   device=loader_device))
-        loader = self._loader_cm.__enter__()
+        try:
+            self._loader_cm = _core.pooled_loader(dict(options,
+                                                       device=loader_device))
+            loader = self._loader_cm.__enter__()
+        except (_errors.WeightliftError, ValueError, TypeError) as e:
+            # This rank's options are refused (threads=-1, ...): it still
+            # joins the agreement, with a loader of default options, so the
+            # others fail at once naming it instead of waiting out the
+            # group timeout.
+            if self.error is None:
+                self.error = e
+                self.rows = []
+            self._loader_cm = _core.pooled_loader(
+                {"device": _comm_device(tr, device)})
+            loader = self._loader_cm.__enter__()
         try:
             self.job = loader.start_load_group(
                 self.ckpt if self.error is None else None, tr, req.sharded,

@@ -398,6 +398,10 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert r1["missing_on_one"]["type"] == "NotFoundError", r1
     assert "rank 1 could not start the load: NotFound: " in \
         r0["missing_on_one"]["error"], r0["missing_on_one"]
+    assert "threads" in r1["bad_option"]["error"], r1["bad_option"]
+    assert "rank 1 could not start the load" in r0["bad_option"]["error"]
+    assert "threads" in r0["bad_option"]["error"], r0["bad_option"]
+    assert r0["bad_option"]["seconds"] < 15, r0["bad_option"]
     assert "a gloo group delivers cpu tensors, not cuda:0" in \
         r1["wrong_device"]["error"]
     assert "rank 1 could not start the load" in r0["wrong_device"]["error"]

@@ -78,6 +78,11 @@ def run_failures(result):
     path = os.path.join(OUT_DIR, "no_such_checkpoint") if RANK == 1 else CKPT
     result["missing_on_one"] = failure(lambda: weightlift.load_checkpoint(
         path, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20))
+    # Rank 1's options are refused: it still joins the agreement, so rank 0
+    # fails at once naming it (it used to wait out the group timeout).
+    kw = {"threads": -1} if RANK == 1 else {}
+    result["bad_option"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20, **kw))
     # A gloo group cannot deliver cuda tensors: said before anything moves.
     dev = "cuda:0" if RANK == 1 else "cpu"
     result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
