@@ -444,6 +444,15 @@ NB_MODULE(_native, m) {
       "_live_buffers", [] { return LiveExportedBuffers(); },
       "Exported buffers still alive (for tests).");
   m.def("default_options", [] { return OptionsDict(LoadOptions{}); });
+  m.def(
+      "check_options",
+      [](const nb::dict& options) {
+        ThrowIfError(OptionsFromDict(options).Validate());
+      },
+      "options"_a,
+      "Raises what a Loader made with OPTIONS (knob name -> text) would "
+      "raise for its values (range, unknown backend, ...), without making "
+      "one: no staging memory, no device.");
   m.def("option_names", [] {
     nb::list l;
     for (std::string_view n : LoadOptionNames()) l.append(std::string(n));

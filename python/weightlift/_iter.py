@@ -29,12 +29,13 @@ class TensorIterator:
     def __init__(self, path: Any, device: Any = "cpu", framework: str = "pt",
                  progress: bool = False, **options):
         if framework not in ("pt", "torch", "np", "numpy"):
-            raise _errors.InvalidArgumentError(f"framework must be 'pt' or 'np', got "
-                             f"{framework!r}")
+            raise _errors.InvalidArgumentError(
+                f"framework must be 'pt' or 'np', got {framework!r}")
         self._np = framework in ("np", "numpy")
         self._device = device_string(device)
         if self._np and self._device != "cpu":
-            raise _errors.InvalidArgumentError("framework 'np' loads into host memory only")
+            raise _errors.InvalidArgumentError(
+                "framework 'np' loads into host memory only")
         ckpt = _core.open_checkpoint(path)
         loader = _core.make_loader(dict(options, device=self._device))
         self.report: Optional[LoadReport] = None
@@ -154,7 +155,8 @@ def iter_tensors(path: Any, device: Any = "cpu", *, framework: str = "pt",
     tp = _tp.take_tp(options, path)
     if tp is not None:
         if framework not in ("pt", "torch"):
-            raise _errors.InvalidArgumentError("tp_* and process_group load torch tensors")
+            raise _errors.InvalidArgumentError(
+                "tp_* and process_group load torch tensors")
         return _tp.TpIterator(path, device_string(device), tp, options)
     return TensorIterator(path, device=device, framework=framework,
                           progress=progress, **options)

@@ -123,19 +123,21 @@ class TensorStream:
                  tp_rank: Optional[int] = None, tp_size: Optional[int] = None,
                  tp_plan: Any = None, **options):
         if framework not in ("pt", "torch", "np", "numpy"):
-            raise _errors.InvalidArgumentError(f"framework must be 'pt' or 'np', got "
-                             f"{framework!r}")
+            raise _errors.InvalidArgumentError(
+                f"framework must be 'pt' or 'np', got {framework!r}")
         self._np = framework in ("np", "numpy")
         if self._np and process_group is not None:
-            raise _errors.InvalidArgumentError("process_group streams torch tensors "
-                             "(framework='pt')")
+            raise _errors.InvalidArgumentError(
+                "process_group streams torch tensors (framework='pt')")
         self._device = device_string(device)
         if self._np and self._device != "cpu":
-            raise _errors.InvalidArgumentError("framework 'np' loads into host memory only")
+            raise _errors.InvalidArgumentError(
+                "framework 'np' loads into host memory only")
         self.window_bytes = parse_size(window, "window")
         if self.window_bytes < 2 * _ALIGN:
-            raise _errors.InvalidArgumentError(f"window: {self.window_bytes} bytes is too "
-                             f"small (at least {2 * _ALIGN})")
+            raise _errors.InvalidArgumentError(
+                f"window: {self.window_bytes} bytes is too small (at least "
+                f"{2 * _ALIGN})")
         self._ckpt = _core.open_checkpoint(path)
         infos = self._ckpt.tensors()
         if isinstance(names, (str, bytes)):
@@ -491,7 +493,8 @@ def _tp_plan(plan, path, group, rank, size, np):
                             "stream splits only the tensors a plan names)")
         return []
     if np:
-        raise _errors.InvalidArgumentError("tp_plan streams torch tensors (framework='pt')")
+        raise _errors.InvalidArgumentError(
+            "tp_plan streams torch tensors (framework='pt')")
     if group is not None:
         if rank is not None or size is not None:
             raise TypeError("with process_group, tp_rank and tp_size come "

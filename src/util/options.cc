@@ -77,7 +77,7 @@ StatusOr<GdsMode> ParseGdsMode(std::string_view text) {
     if (text == GdsModeName(m)) return m;
   }
   return Status::InvalidArgument("unknown GDS mode '" + std::string(text) +
-                                 "' (expected auto, on or off)");
+                                 "' (expected auto, on, off or compat)");
 }
 
 std::string_view HostRegisterModeName(HostRegisterMode m) {

@@ -33,6 +33,17 @@ def test_defaults_and_values():
     ({"tp_mode": "slices"}, "tp_mode"),
     ({"tp_slices": "yes"}, "tp_slices"),
     ({"window": "x"}, "window"),
+    # Values, not just types, before vLLM builds the model: these parsed
+    # and failed only inside load_weights.
+    ({"threads": -1}, "threads"),
+    ({"threads": 2 ** 70}, "threads"),
+    ({"queue_depth": 0}, "queue_depth"),
+    ({"backend": "bogus"}, "bogus"),
+    ({"gds": "maybe"}, "GDS mode .maybe.*compat"),
+    ({"window": 0}, "window must be at least 512"),
+    ({"window": -1}, "window"),
+    ({"window": True}, "window"),
+    ({"window": 1.5}, "window"),
     ("{not json", "not JSON"),
     ("[1, 2]", "JSON object"),
 ])
@@ -41,9 +52,9 @@ def test_bad_config_is_a_clear_error(extra, message):
         options.parse(extra)
 
 
-def test_bad_backend_name_is_refused_by_the_loader():
-    # Names are checked by the C++ options (InvalidArgument), at the first
-    # loader the plugin makes, before any file is read.
-    o = options.parse({"backend": "floppy"})
-    with pytest.raises(weightlift.InvalidArgumentError, match="floppy"):
-        weightlift._core.make_loader(dict(o.load, device="cpu"))
+def test_bad_backend_name_is_refused_when_parsed():
+    # Words are checked by the C++ options (InvalidArgument) when the
+    # config is parsed, before vLLM builds the model or any file is read.
+    with pytest.raises(ValueError, match="floppy") as err:
+        options.parse({"backend": "floppy"})
+    assert isinstance(err.value.__cause__, weightlift.InvalidArgumentError)

@@ -39,6 +39,7 @@ LOAD_OPTION_KEYS = ("backend", "threads", "staging", "gds", "host_register",
 PLUGIN_KEYS = ("window", "progress", "tp_mode", "tp_slices")
 ALL_KEYS = LOAD_OPTION_KEYS + PLUGIN_KEYS
 DEFAULT_WINDOW = 512 << 20
+MIN_WINDOW = 512  # stream_tensors' own minimum (two 256-byte slots)
 TP_MODES = ("group", "full")
 
 
@@ -82,15 +83,25 @@ def parse(extra: Any) -> PluginOptions:
     load = {k: extra[k] for k in LOAD_OPTION_KEYS
             if extra.get(k) is not None}
     # Check values now (names and types), not in the middle of a load.
+    from .. import _native
     from .._options import normalize
     try:
-        normalize(dict(load, device="cpu"))
+        # Names and types in Python, then values (ranges, backend words)
+        # as the Loader would check them: all before vLLM builds the model.
+        _native.check_options(normalize(dict(load, device="cpu")))
     except (TypeError, ValueError) as e:
         raise ValueError(f"weightlift: --model-loader-extra-config: {e}") \
             from e
     window = extra.get("window")
-    window = DEFAULT_WINDOW if window is None else parse_size(window,
-                                                              "window")
+    try:
+        window = DEFAULT_WINDOW if window is None else parse_size(window,
+                                                                  "window")
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"weightlift: --model-loader-extra-config: {e}") \
+            from e
+    if window < MIN_WINDOW:
+        raise ValueError(f"weightlift: window must be at least {MIN_WINDOW} "
+                         f"bytes, got {window}")
     progress = extra.get("progress", False)
     if not isinstance(progress, bool):
         raise ValueError(f"weightlift: progress must be true or false, got "
