@@ -255,11 +255,15 @@ class GroupLoad:
         self.error: Optional[BaseException] = None
         self.parts = self.info = None
         self.ckpt = ckpt
+        if req.sharded:
+            # From the group (no collective): set even when this rank fails
+            # below, since the failing rank still joins the agreement.
+            req.size = tr.size() if req.size is None else req.size
+            req.rank = tr.rank() if req.rank is None else req.rank
         try:
+            if req.error is not None:
+                raise req.error  # refused before the load: tell the group
             _check_backend(tr, device)
-            if req.sharded:
-                req.size = tr.size() if req.size is None else req.size
-                req.rank = tr.rank() if req.rank is None else req.rank
             if self.ckpt is None:
                 self.ckpt = _core.open_checkpoint(path)
             rows = self.ckpt.tensors()

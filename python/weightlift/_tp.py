@@ -66,7 +66,12 @@ def take_tp(options: Dict[str, Any], path: Any) -> Optional[TpRequest]:
                             if given.get(k) is not None)
                 + " (or pass process_group= to take both from the group)",
                 code="InvalidArgument")
-    req.plan = normalize_plan(plan, path, req.notes)
+    try:
+        req.plan = normalize_plan(plan, path, req.notes)
+    except (_errors.WeightliftError, ValueError, TypeError, OSError) as e:
+        if group is None:
+            raise
+        req.error = e  # raised by GroupLoad after telling the group
     return req
 
 
@@ -337,11 +342,23 @@ def _check_tp_options(options: Dict[str, Any], numpy: bool) -> None:
                                "or process_group", code="Unsupported")
 
 
+def _check_group_options(req: TpRequest, options: Dict[str, Any],
+                         numpy: bool) -> None:
+    """_check_tp_options; in group mode a refusal is kept in REQ.error (for
+    GroupLoad to tell the group) instead of raised alone."""
+    try:
+        _check_tp_options(options, numpy)
+    except _errors.WeightliftError as e:
+        if req.group is None:
+            raise
+        req.error = req.error or e
+
+
 def load(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
          progress: bool = False, numpy: bool = False):
     """[(name, tensor)] in checkpoint order and the report, in slice or
     group mode."""
-    _check_tp_options(options, numpy)
+    _check_group_options(req, options, numpy)
     if req.group is not None:
         return _group.load_group(path, device, req, options, progress)
     return load_sliced(path, device, req, options, progress)
@@ -364,7 +381,7 @@ class TpIterator:
 
     def __init__(self, path: Any, device: str, req: TpRequest,
                  options: Dict[str, Any]):
-        _check_tp_options(options, False)
+        _check_group_options(req, options, False)
         self.report: Optional[LoadReport] = None
         self.batches = 0
         self.batches_loaded = 0

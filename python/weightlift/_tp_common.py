@@ -41,6 +41,10 @@ class TpRequest:
     timeout: float = DEFAULT_GROUP_TIMEOUT_S
     sharded: bool = False  # tp_* given: slices; else group mode, full
     notes: List[str] = field(default_factory=list)
+    # Group mode: what this rank got wrong before the load (its plan file,
+    # its options). GroupLoad still joins the agreement with it, so the
+    # other ranks fail at once naming this one; then it is raised here.
+    error: Optional[BaseException] = None
 
 
 def raise_error(err: Tuple[str, str]):

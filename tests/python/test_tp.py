@@ -402,6 +402,12 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "rank 1 could not start the load" in r0["bad_option"]["error"]
     assert "threads" in r0["bad_option"]["error"], r0["bad_option"]
     assert r0["bad_option"]["seconds"] < 15, r0["bad_option"]
+    for key, own in (("missing_plan", "missing_plan.json"),
+                     ("zero_copy", "zero_copy")):
+        assert own in r1[key]["error"], r1[key]
+        assert "rank 1 could not start the load" in r0[key]["error"], r0[key]
+        assert own in r0[key]["error"], r0[key]
+        assert r0[key]["seconds"] < 15, r0[key]
     assert "a gloo group delivers cpu tensors, not cuda:0" in \
         r1["wrong_device"]["error"]
     assert "rank 1 could not start the load" in r0["wrong_device"]["error"]

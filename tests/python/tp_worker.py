@@ -83,6 +83,15 @@ def run_failures(result):
     kw = {"threads": -1} if RANK == 1 else {}
     result["bad_option"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20, **kw))
+    # Rank 1's plan file is missing, then it asks for zero_copy: refused in
+    # Python before the load, yet the group learns it at once.
+    plan_arg = os.path.join(OUT_DIR, "missing_plan.json") if RANK == 1 \
+        else TEST_PLAN
+    result["missing_plan"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, tp_plan=plan_arg, process_group=pg, group_timeout=20))
+    kw = {"zero_copy": True} if RANK == 1 else {}
+    result["zero_copy"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, process_group=pg, group_timeout=20, **kw))
     # A gloo group cannot deliver cuda tensors: said before anything moves.
     dev = "cuda:0" if RANK == 1 else "cpu"
     result["wrong_device"] = failure(lambda: weightlift.load_checkpoint(
