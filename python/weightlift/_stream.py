@@ -144,26 +144,35 @@ class TensorStream:
             # set("ab") would be the names "a" and "b".
             raise TypeError(f"names: expected a list of tensor names, got "
                             f"the string {names!r}")
-        if names is not None:
-            wanted = set(names)
-            missing = wanted - {t[0] for t in infos}
-            if missing:
-                from ._errors import TensorNotFoundError
-                raise TensorNotFoundError(
-                    f"{len(missing)} requested tensor(s) not in the "
-                    f"checkpoint, e.g. {sorted(missing)[0]!r}",
-                    code="NotFound")
-            infos = [t for t in infos if t[0] in wanted]
-        for _, dt, shape, *_ in infos:  # fail before any memory is taken
-            (_dtypes.numpy_layout if self._np else _dtypes.torch_layout)(
-                dt, shape)
         self._group = None
         self._extra_bytes_read = 0
-        self._plan = _tp_plan(tp_plan, path, process_group, tp_rank, tp_size,
-                              self._np)
+        self._plan = []
+        refused = None  # group mode: told to the other ranks, then raised
+        try:
+            if names is not None:
+                wanted = set(names)
+                missing = wanted - {t[0] for t in infos}
+                if missing:
+                    from ._errors import TensorNotFoundError
+                    raise TensorNotFoundError(
+                        f"{len(missing)} requested tensor(s) not in the "
+                        f"checkpoint, e.g. {sorted(missing)[0]!r}",
+                        code="NotFound")
+                infos = [t for t in infos if t[0] in wanted]
+            for _, dt, shape, *_ in infos:  # fail before taking memory
+                (_dtypes.numpy_layout if self._np else _dtypes.torch_layout)(
+                    dt, shape)
+            self._plan = _tp_plan(tp_plan, path, process_group, tp_rank,
+                                  tp_size, self._np)
+        except (_errors.WeightliftError, ValueError, TypeError,
+                OSError) as e:
+            if process_group is None:
+                raise
+            refused = e
         parts = None
         if process_group is not None:
-            self._group = self._agree(process_group, group_timeout, infos)
+            self._group = self._agree(process_group, group_timeout, infos,
+                                      refused)
             if self._plan:
                 tp_rank, tp_size = self._group.rank(), self._group.size()
         if self._plan:
@@ -197,27 +206,31 @@ class TensorStream:
         self._t_loaded = self._t0
         self._start_next()
 
-    def _agree(self, process_group, timeout, infos):
+    def _agree(self, process_group, timeout, infos, refused=None):
         """Group mode: every rank checks it streams the same tensors of the
         same checkpoint (the C++ agreement, AgreeOnGroupLoad, with the
-        group's timeout)."""
+        group's timeout). REFUSED: what this rank got wrong before, told to
+        the others (they fail at once, naming this rank) and raised."""
         from . import _group, _native, _tp_common
         g = _group.TorchGroupTransport(
             process_group, _tp_common.group_timeout_seconds(timeout))
         cuda = self._device.startswith("cuda")
-        error, fingerprint = None, ""
+        error, fingerprint = refused, ""
         try:
+            if error is not None:
+                pass  # told to the group below, as it is
             # g.backend: "nccl", "gloo", or torch 2's "cpu:gloo,cuda:nccl".
-            if ("nccl" if cuda else "gloo") not in g.backend:
+            elif ("nccl" if cuda else "gloo") not in g.backend:
                 raise _errors.InvalidArgumentError(
                     f"process_group: a {g.backend} group cannot deliver "
                     f"tensors on {self._device} (gloo for cpu, NCCL for "
                     f"cuda)")
-            fingerprint = _native.group_fingerprint(
-                infos, [f["size"] for f in self._ckpt.files()],
-                bool(self._plan), g.size(), self._plan)
-            if isinstance(fingerprint, dict):
-                _tp_common.raise_error(fingerprint["error"])
+            else:
+                fingerprint = _native.group_fingerprint(
+                    infos, [f["size"] for f in self._ckpt.files()],
+                    bool(self._plan), g.size(), self._plan)
+                if isinstance(fingerprint, dict):
+                    _tp_common.raise_error(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:
             error = e
         _group.agree(g, self._device, fingerprint, error)

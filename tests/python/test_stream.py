@@ -252,6 +252,58 @@ def test_parts_by_tp_plan_are_tensor_split_and_read_alone(sharded, rank):
         weightlift.stream_tensors(root, tp_plan=plan)
 
 
+_REFUSED_RANK = r"""
+import datetime, json, sys, time
+import torch.distributed as dist
+import weightlift
+ckpt, rank, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                        rank=rank, world_size=2,
+                        timeout=datetime.timedelta(seconds=60))
+t0 = time.time()
+try:
+    list(weightlift.stream_tensors(
+        ckpt, process_group=dist.group.WORLD, group_timeout=30,
+        names=["no.such.tensor"] if rank == 1 else None))
+    got = {"error": None}
+except Exception as e:  # noqa: BLE001 - reported to the test
+    got = {"type": type(e).__name__, "error": str(e)}
+got["seconds"] = time.time() - t0
+json.dump(got, open(out, "w"))
+dist.destroy_process_group()  # not at interpreter exit (gloo aborts there)
+"""
+
+
+def test_group_mode_a_refused_rank_fails_the_others_at_once(sharded,
+                                                              tmp_path):
+    """Rank 1 asks for a tensor the checkpoint lacks: it still joins the
+    group's agreement, so rank 0 fails at once naming it (it used to wait
+    out the group timeout, 30 s here)."""
+    import socket
+    import subprocess
+    import sys
+    root, _ = sharded
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    outs = [str(tmp_path / f"r{r}.json") for r in range(2)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    procs = [subprocess.Popen([sys.executable, "-c", _REFUSED_RANK, root,
+                               str(r), str(port), outs[r]], env=env,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+             for r in range(2)]
+    logs = [p.communicate(timeout=120)[0] for p in procs]
+    for p, log in zip(procs, logs):
+        assert p.returncode == 0, log[-3000:]
+    r0, r1 = (json.load(open(o)) for o in outs)
+    assert r1["type"] == "TensorNotFoundError", r1
+    assert "no.such.tensor" in r1["error"]
+    assert "rank 1 could not start the load" in r0["error"], r0
+    assert "no.such.tensor" in r0["error"], r0
+    assert r0["seconds"] < 15, r0
+
+
 def test_group_mode_refuses_numpy(sharded):
     root, _ = sharded
     with pytest.raises(ValueError, match="process_group"):
