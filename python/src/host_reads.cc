@@ -28,6 +28,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -560,27 +561,18 @@ class HostReads {
                            HostReport* rep) {
     if (sel.bytes == 0) return nb::none();
     FileState& fs = files_[ti.file];
-    const std::byte* base = fs.map->data();
-    auto copy = [&](std::byte* dst) {
-      for (const RowBlock& b : sel.blocks) {
-        const std::byte* src = base + b.file_offset;
-        if (b.rows <= 1) {
-          std::memcpy(dst, src, b.width);
-          dst += b.width;
-          continue;
-        }
-        for (uint64_t r = 0; r < b.rows; ++r, src += b.pitch) {
-          std::memcpy(dst, src, b.width);
-          dst += b.width;
-        }
-      }
-    };
     rep->bytes_read += sel.bytes;
     if (sel.bytes < kHugeCopyBytes) {
       nb::object ba = nb::steal(PyByteArray_FromStringAndSize(
           nullptr, static_cast<Py_ssize_t>(sel.bytes)));
       if (!ba.is_valid()) throw nb::python_error();
-      copy(reinterpret_cast<std::byte*>(PyByteArray_AS_STRING(ba.ptr())));
+      std::byte* dst =
+          reinterpret_cast<std::byte*>(PyByteArray_AS_STRING(ba.ptr()));
+      for (const RowBlock& b : sel.blocks) {
+        internal::CopyRows(fs.map->data() + b.file_offset, b.pitch, b.width,
+                           RowsOf(b), dst);
+        dst += RowsOf(b) * b.width;
+      }
       RaiseIfError(internal::CheckUnchanged(*fs.file), ti);
       return ba;
     }
@@ -593,7 +585,7 @@ class HostReads {
       for (const RowBlock& b : sel.blocks) {
         read = CopyBlockChecked(fs, b, dst);
         if (!read.ok()) break;
-        dst += b.rows <= 1 ? b.width : b.rows * b.width;
+        dst += RowsOf(b) * b.width;
       }
       if (read.ok()) read = internal::CheckUnchanged(*fs.file);
     }
@@ -603,13 +595,18 @@ class HostReads {
                        /*as_memoryview=*/true);
   }
 
+  // Runs in block B (a single run says 0 or 1).
+  static uint64_t RowsOf(const RowBlock& b) {
+    return std::max<uint64_t>(b.rows, 1);
+  }
+
   // Block B of a large selection into DST: its pages populated first, so a
   // file cut short since it was checked is an IoError naming the range (the
   // populate's EFAULT), not a SIGBUS in the copy; where the kernel cannot
   // populate (before 5.14), read with pread instead.
   static Status CopyBlockChecked(const FileState& fs, const RowBlock& b,
                                  std::byte* dst) {
-    const uint64_t rows = b.rows <= 1 ? 1 : b.rows;
+    const uint64_t rows = RowsOf(b);
     const int err = internal::PopulateRuns(*fs.map, 0, b.file_offset, b.pitch,
                                            b.width, rows);
     if (err == EFAULT) {
