@@ -31,7 +31,8 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core, _dtypes, _errors, _native
-from ._tp_common import TpRequest, make_report, raise_error, shards, tp_notes
+from ._tp_common import (REFUSALS, TpRequest, make_report, raise_error,
+                         shards, tp_notes)
 from ._errors import InvalidArgumentError, WeightliftIOError
 
 ALLGATHER_MIN_BYTES = 4 << 20
@@ -275,8 +276,7 @@ class GroupLoad:
                 # For the report's notes (the load itself shards in C++).
                 self.parts, self.info = shards(rows, req.rank, req.size,
                                                req.plan)
-        except (_errors.WeightliftError, ValueError, TypeError,
-                OSError) as e:
+        except REFUSALS as e:
             self.error = e
             self.rows = []
         loader_device = device if self.error is None else \

@@ -44,7 +44,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
-from . import _core, _dtypes, _errors
+from . import _core, _dtypes, _errors, _tp_common
 from ._options import device_string, parse_size
 from .report import LoadReport
 
@@ -52,6 +52,7 @@ from .report import LoadReport
 # allocator's, and a multiple of every element size).
 _ALIGN = 256
 DEFAULT_WINDOW = 512 << 20
+MIN_WINDOW = 2 * _ALIGN  # two slots
 
 
 def _align(n: int) -> int:
@@ -134,10 +135,10 @@ class TensorStream:
             raise _errors.InvalidArgumentError(
                 "framework 'np' loads into host memory only")
         self.window_bytes = parse_size(window, "window")
-        if self.window_bytes < 2 * _ALIGN:
+        if self.window_bytes < MIN_WINDOW:
             raise _errors.InvalidArgumentError(
                 f"window: {self.window_bytes} bytes is too small (at least "
-                f"{2 * _ALIGN})")
+                f"{MIN_WINDOW})")
         self._ckpt = _core.open_checkpoint(path)
         infos = self._ckpt.tensors()
         if isinstance(names, (str, bytes)):
@@ -164,8 +165,7 @@ class TensorStream:
                     dt, shape)
             self._plan = _tp_plan(tp_plan, path, process_group, tp_rank,
                                   tp_size, self._np)
-        except (_errors.WeightliftError, ValueError, TypeError,
-                OSError) as e:
+        except _tp_common.REFUSALS as e:
             if process_group is None:
                 raise
             refused = e
@@ -211,7 +211,7 @@ class TensorStream:
         same checkpoint (the C++ agreement, AgreeOnGroupLoad, with the
         group's timeout). REFUSED: what this rank got wrong before, told to
         the others (they fail at once, naming this rank) and raised."""
-        from . import _group, _native, _tp_common
+        from . import _group, _native
         g = _group.TorchGroupTransport(
             process_group, _tp_common.group_timeout_seconds(timeout))
         cuda = self._device.startswith("cuda")
@@ -247,7 +247,7 @@ class TensorStream:
         """Group mode: the ranks read W's tensors between them and deliver
         the rest (C++ LoadWithGroup over W's tensors; every rank ends with
         every full tensor of W, or its part under tp_plan)."""
-        from . import _group, _tp_common
+        from . import _group
         g = self._group
         sharded = bool(self._plan)
         req = _tp_common.TpRequest(rank=g.rank() if sharded else None,

@@ -24,7 +24,7 @@ from . import _core, _dtypes, _errors, _group, _native
 from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
 # What slice mode shares with group mode (_group) lives in a leaf module, so
 # that _tp imports _group and neither imports the other back.
-from ._tp_common import (Shard, TpRequest, group_timeout_seconds,
+from ._tp_common import (REFUSALS, Shard, TpRequest, group_timeout_seconds,
                          make_report, shards, tp_notes)
 from .report import LoadReport
 
@@ -68,7 +68,7 @@ def take_tp(options: Dict[str, Any], path: Any) -> Optional[TpRequest]:
                 code="InvalidArgument")
     try:
         req.plan = normalize_plan(plan, path, req.notes)
-    except (_errors.WeightliftError, ValueError, TypeError, OSError) as e:
+    except REFUSALS as e:
         if group is None:
             raise
         req.error = e  # raised by GroupLoad after telling the group

@@ -14,6 +14,10 @@ from . import _errors, _native
 from .report import LoadReport
 
 DEFAULT_GROUP_TIMEOUT_S = 300.0
+# What a rank of a group load can be refused for before the load (bad input,
+# a missing file): kept and told to the group through its agreement, so the
+# other ranks fail at once naming the rank, then raised on it.
+REFUSALS = (_errors.WeightliftError, ValueError, TypeError, OSError)
 # A year: far beyond any load, and small enough for torch's and datetime's
 # conversions (inf, nan or 1e15 seconds failed inside the first collective).
 MAX_GROUP_TIMEOUT_S = 365 * 24 * 3600.0

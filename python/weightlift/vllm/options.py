@@ -32,14 +32,14 @@ import json
 from typing import Any, Dict, Tuple
 
 from .._options import parse_size
+# The plugin streams with stream_tensors: its window, its bounds.
+from .._stream import DEFAULT_WINDOW, MIN_WINDOW
 
 # Keys passed straight to weightlift's loading calls.
 LOAD_OPTION_KEYS = ("backend", "threads", "staging", "gds", "host_register",
                     "chunk", "queue_depth", "copy_streams")
 PLUGIN_KEYS = ("window", "progress", "tp_mode", "tp_slices")
 ALL_KEYS = LOAD_OPTION_KEYS + PLUGIN_KEYS
-DEFAULT_WINDOW = 512 << 20
-MIN_WINDOW = 512  # stream_tensors' own minimum (two 256-byte slots)
 TP_MODES = ("group", "full")
 
 
