@@ -44,8 +44,11 @@ namespace {
 
 class CudaTarget final : public LoadTarget {
  public:
-  CudaTarget(const LoadOptions& o, std::function<void(void*, uint64_t)> after)
-      : options_(o), after_alloc_(std::move(after)) {}
+  CudaTarget(const LoadOptions& o, std::function<void(void*, uint64_t)> after,
+             StagingSink::PinHook before_pin)
+      : options_(o),
+        after_alloc_(std::move(after)),
+        before_pin_(std::move(before_pin)) {}
   ~CudaTarget() override;
   // The device, its streams, the pinned ring, events and threads.
   Status Init();
@@ -70,6 +73,7 @@ class CudaTarget final : public LoadTarget {
  private:
   const LoadOptions options_;
   std::function<void(void*, uint64_t)> after_alloc_;
+  StagingSink::PinHook before_pin_;
   int device_ = 0;
   CudaLoaderConfig config_;
   HostRegisterSupport host_register_;
@@ -96,15 +100,14 @@ Status CudaTarget::Init() {
     return Status::Unsupported("host_register=on: " + host_register_.why);
   }
 
-  // The ring is reserved here, one part per slot, and pinned slot by slot
-  // by the workers (see StagingSink): the pinning overlaps the caller's
-  // work before the first load and the first load's copies instead of
-  // preceding them (see PinnedBuffer::Reserve).
+  // The ring is reserved here, one part per wave (slot k of every worker),
+  // and pinned wave by wave as the workers first write their slots (see
+  // StagingSink): the pinning overlaps the caller's work before the first
+  // load and the first load's reads instead of preceding them.
   const double t_device = SecondsSince(t_init);
   WL_ASSIGN_OR_RETURN(
       PinnedBuffer ring,
-      PinnedBuffer::Reserve(config_.ring_bytes(),
-                            config_.threads * config_.slots_per_thread));
+      PinnedBuffer::Reserve(config_.ring_bytes(), config_.slots_per_thread));
   const double t_ring = SecondsSince(t_init);
   streams_.assign(config_.streams, nullptr);
   for (auto& s : streams_) {
@@ -119,21 +122,21 @@ Status CudaTarget::Init() {
                       CudaEvents::Create(2ull * config_.threads));
   staging_.emplace(std::move(ring), std::move(slot_events),
                    config_.slots_per_thread, config_.slot_bytes, streams_,
-                   device_);
+                   device_, before_pin_);
   host_register_sink_.emplace(std::move(piece_events), streams_, device_);
   gds_.emplace(device_);
   const double t_cuda = SecondsSince(t_init);
-  // Each worker pins its first slot as soon as its thread starts, while
-  // the caller goes on (allocation, opening the files, the plan);
-  // AcquireSlot pins the rest and reports a failure.
+  // Each worker first-writes its slot of wave 0 as soon as its thread
+  // starts, while the caller goes on (allocation, opening the files, the
+  // plan); the last one registers the wave.
   pool_.emplace(config_.threads, [this](int w) { staging_->PinEarly(w); });
   const double t_pool = SecondsSince(t_init);
   char buf[256];
   std::snprintf(
       buf, sizeof buf,
       "setup (loader creation) split: device checks %.2f ms, "
-      "staging ring reserved (%.0f MiB, pinned later by the "
-      "workers) %.2f ms, %zu streams + %zu events %.2f ms, %d "
+      "staging ring reserved (%.0f MiB, pinned later in waves) "
+      "%.2f ms, %zu streams + %zu events %.2f ms, %d "
       "threads started %.2f ms",
       t_device * 1e3, static_cast<double>(config_.ring_bytes()) / (1 << 20),
       (t_ring - t_device) * 1e3, streams_.size(),
@@ -268,29 +271,9 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
 
 void CudaTarget::EndLoad(const ExecStats&, LoadReport* report) {
   // The ring's pinning runs inside the first load's transfer phase (see
-  // Init): say what it cost, so the report accounts for it.
-  const std::vector<double> pin = staging_->TakePinSeconds();
-  int parts = 0;
-  double shortest = 0, longest = 0, sum = 0;
-  for (double s : pin) {
-    if (s <= 0) continue;
-    shortest = parts == 0 ? s : std::min(shortest, s);
-    ++parts;
-    longest = std::max(longest, s);
-    sum += s;
-  }
-  if (parts == 0) return;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "staging ring pinned since the last load: %d of %zu slots "
-                "of %.0f MiB by their workers (first slots when the loader "
-                "was made, the rest when first used; touch + "
-                "cudaHostRegister), shortest %.2f ms, longest %.1f ms, sum "
-                "%.1f ms",
-                parts, pin.size(),
-                static_cast<double>(staging_->slot_bytes()) / (1 << 20),
-                shortest * 1e3, longest * 1e3, sum * 1e3);
-  report->notes.push_back(buf);
+  // Init): say what it cost, so the report accounts for it; and say in
+  // every report when part of it could not be pinned.
+  if (auto note = staging_->TakePinNote()) report->notes.push_back(*note);
 }
 
 }  // namespace
@@ -308,7 +291,8 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
   }
   const auto t = Clock::now();
   auto target =
-      std::make_unique<CudaTarget>(options, std::move(hooks.after_alloc));
+      std::make_unique<CudaTarget>(options, std::move(hooks.after_alloc),
+                                   std::move(hooks.before_pin));
   WL_RETURN_IF_ERROR(target->Init());
   return MakeLoader(options, std::move(target), std::move(hooks.wrap_file),
                     SecondsSince(t));

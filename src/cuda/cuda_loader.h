@@ -26,6 +26,10 @@ struct CudaLoaderHooks {
   // Sees every File the loader opens and returns the File to use instead
   // (fault injection in tests; see FileWrapper).
   FileWrapper wrap_file;
+  // Called before each wave of the pinned staging ring is registered
+  // (staging_sink.h) with the wave's index; a non-OK status stands for the
+  // registration's refusal (tests of the pageable fallback).
+  std::function<Status(int wave)> before_pin;
 };
 StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
                                                    CudaLoaderHooks hooks);

@@ -100,7 +100,7 @@ StatusOr<PinnedBuffer> PinnedBuffer::Reserve(uint64_t bytes, int parts) {
   return b;
 }
 
-Status PinnedBuffer::PinPart(int part, int device) {
+Status PinnedBuffer::PinPart(int part, int device, bool touched) {
   if (part_pinned(part)) return Status::OK();
   if (part < 0 || static_cast<size_t>(part) >= pinned_.size()) {
     return Status::Internal("pinned part " + std::to_string(part) + " of " +
@@ -117,7 +117,7 @@ Status PinnedBuffer::PinPart(int part, int device) {
   std::byte* p = data_ + at;
   // Touch first (this thread's first touch: its own NUMA node, zeroed
   // pages in place), so that registering only pins pages already there.
-  std::memset(p, 0, len);
+  if (!touched) std::memset(p, 0, len);
   cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterDefault);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

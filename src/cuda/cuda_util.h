@@ -36,7 +36,8 @@ std::string FormatBytes(uint64_t bytes);
 
 // Pinned (page-locked) host memory. Move-only. Either one cudaHostAlloc
 // block (Allocate), or anonymous memory reserved in parts that are pinned
-// one by one, each by the thread that will use it (Reserve + PinPart).
+// one by one (Reserve + PinPart; the staging ring pins one part per wave,
+// staging_sink.h).
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
@@ -45,25 +46,25 @@ class PinnedBuffer {
   // PARTS equal parts, page multiples (the last may be shorter), none of
   // them pinned yet. Why not one cudaHostAlloc: on the H200 it pins ~2 GB/s
   // on one thread (the 128 MiB staging ring was 65 ms of a first call's
-  // 68 ms setup), while 16 threads touching and registering their own
-  // 16 MiB pinned 256 MiB in 25-31 ms; and a worker that pins its own part
-  // when it starts overlaps that with the other workers' transfers.
+  // 68 ms setup), while threads that first-write their own pieces and a
+  // registration per part overlap the pinning with the first transfers.
   // ResourceExhausted when the mapping fails.
   static StatusOr<PinnedBuffer> Reserve(uint64_t bytes, int parts);
-  // Pins part PART (touch, then cudaHostRegister with DEVICE current: a
-  // rank never touches another GPU) unless it is pinned already. Each part
-  // must be pinned by one thread at a time; different parts at once.
-  // ResourceExhausted (no memory, a memlock or address-space limit) or
-  // CudaError naming cudaHostRegister, the part and the size; the part
-  // stays unpinned, so a later call may try again.
-  Status PinPart(int part, int device);
+  // Pins part PART (touch unless TOUCHED, then cudaHostRegister with DEVICE
+  // current: a rank never touches another GPU) unless it is pinned
+  // already. Each part must be pinned by one thread at a time; different
+  // parts at once. ResourceExhausted (no memory, a memlock or address-space
+  // limit) or CudaError naming cudaHostRegister, the part and the size; the
+  // part stays unpinned, so a later call may try again.
+  Status PinPart(int part, int device, bool touched = false);
   bool part_pinned(int part) const {
     return part >= 0 && static_cast<size_t>(part) < pinned_.size() &&
            pinned_[part];
   }
-  // Seconds the pinning of each part took (touch + register) since the
-  // last TakePinSeconds; 0 for parts not pinned in that time. Call it only
-  // while no part is being pinned (between loads).
+  // Seconds the pinning of each part took (the touch if PinPart made it,
+  // and the registration) since the last TakePinSeconds; 0 for parts not
+  // pinned in that time. Safe at any time; a part pinned while this runs
+  // is counted by the next call.
   std::vector<double> TakePinSeconds();
   PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;

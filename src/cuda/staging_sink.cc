@@ -1,6 +1,8 @@
 #include "cuda/staging_sink.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -10,19 +12,26 @@ namespace weightlift::internal {
 
 StagingSink::StagingSink(PinnedBuffer ring, CudaEvents slot_events,
                          int slots_per_thread, size_t slot_bytes,
-                         std::vector<cudaStream_t> streams, int device)
+                         std::vector<cudaStream_t> streams, int device,
+                         PinHook before_pin)
     : ring_(std::move(ring)),
       events_(std::move(slot_events)),
       slot_bytes_(slot_bytes),
-      device_(device) {
+      device_(device),
+      before_pin_(std::move(before_pin)) {
   const size_t per = static_cast<size_t>(std::max(slots_per_thread, 1));
-  workers_.resize(events_.size() / per);
-  for (size_t w = 0; w < workers_.size(); ++w) {
+  const size_t n = events_.size() / per;
+  workers_.resize(n);
+  wave_count_ = static_cast<int>(per);
+  waves_ = std::make_unique<Wave[]>(per);
+  touch_ = std::make_unique<std::atomic<int>[]>(per * n);
+  for (size_t k = 0; k < per * n; ++k) touch_[k].store(kUntouched);
+  for (size_t w = 0; w < n; ++w) {
     Worker& wk = workers_[w];
     wk.stream = streams.empty() ? nullptr : streams[w % streams.size()];
     wk.slots.resize(per);
     for (size_t i = 0; i < per; ++i) {
-      const size_t k = w * per + i;
+      const size_t k = i * n + w;  // wave-major: wave i is contiguous
       wk.slots[i].buf = ring_.data() + k * slot_bytes_;
       wk.slots[i].ev = events_[k];
     }
@@ -30,23 +39,63 @@ StagingSink::StagingSink(PinnedBuffer ring, CudaEvents slot_events,
 }
 
 Status StagingSink::BeginWorker(int w) {
-  if (static_cast<size_t>(w) >= workers_.size()) {
+  if (w < 0 || w >= workers()) {
     return Status::Internal("staging worker " + std::to_string(w) +
-                            " has no slots (" +
-                            std::to_string(workers_.size()) + " workers)");
+                            " has no slots (" + std::to_string(workers()) +
+                            " workers)");
   }
   Worker& wk = workers_[w];
   wk.next = 0;
   for (Slot& s : wk.slots) s.chunk = nullptr;
-  // Slots are pinned when first taken (AcquireSlot), not here: the
-  // worker's first copy waits for one slot's pinning, and the next slot
-  // pins while that copy runs.
   return UseDevice(device_);
 }
 
 void StagingSink::PinEarly(int w) {
-  if (static_cast<size_t>(w) < workers_.size() && !workers_[w].slots.empty()) {
-    (void)ring_.PinPart(Part(w, 0), device_);
+  if (w >= 0 && w < workers() && wave_count_ > 0) TouchSlot(0, w);
+}
+
+void StagingSink::TouchSlot(int k, int w) {
+  std::atomic<int>& t = touch_[static_cast<size_t>(k) * workers() + w];
+  int state = kUntouched;
+  if (!t.compare_exchange_strong(state, kTouching,
+                                 std::memory_order_acq_rel)) {
+    // Done, or another thread is writing it: a read into the slot must
+    // not race that thread's zeroing.
+    while ((state = t.load(std::memory_order_acquire)) == kTouching) {
+      t.wait(kTouching, std::memory_order_acquire);
+    }
+    return;
+  }
+  // First writes of fresh memory (its page faults) on this thread, so that
+  // registering the wave only pins pages already there.
+  std::memset(workers_[w].slots[k].buf, 0, slot_bytes_);
+  t.store(kTouched, std::memory_order_release);
+  t.notify_all();
+  if (waves_[k].touched.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+      workers()) {
+    PinWave(k);
+  }
+}
+
+void StagingSink::PinWave(int k) {
+  Wave& wave = waves_[k];
+  Status st = before_pin_ ? before_pin_(k) : Status::OK();
+  if (st.ok()) st = ring_.PinPart(k, device_, /*touched=*/true);
+  if (st.ok()) {
+    wave.state.store(kPinned, std::memory_order_release);
+  } else {
+    wave.refusal = std::move(st);
+    wave.state.store(kUnpinned, std::memory_order_release);
+  }
+  wave.state.notify_all();
+}
+
+void StagingSink::AwaitWave(int k) {
+  Wave& wave = waves_[k];
+  if (wave.state.load(std::memory_order_acquire) != kPending) return;
+  for (int w = 0; w < workers(); ++w) TouchSlot(k, w);
+  while (wave.state.load(std::memory_order_acquire) == kPending) {
+    wave.state.wait(kPending, std::memory_order_acquire);
   }
 }
 
@@ -54,9 +103,7 @@ StatusOr<SinkSlot> StagingSink::AcquireSlot(int w, const ReadChunk&,
                                             CompletionTracker& done) {
   Worker& wk = workers_[w];
   const int i = wk.next;
-  if (const int part = Part(w, i); !ring_.part_pinned(part)) {
-    WL_RETURN_IF_ERROR(ring_.PinPart(part, device_));
-  }
+  TouchSlot(i, w);
   wk.next = (i + 1) % static_cast<int>(wk.slots.size());
   Slot& s = wk.slots[i];
   if (s.chunk != nullptr) {
@@ -74,6 +121,8 @@ Status StagingSink::Deliver(int w, const ReadChunk& c, SinkSlot slot,
                             CompletionTracker& done) {
   Worker& wk = workers_[w];
   Slot& s = wk.slots[slot.index];
+  // Pinned, or refused (then the copies go from pageable memory).
+  AwaitWave(slot.index);
   Status failed;
   for (const Scatter& sc : c.scatters) {
     failed = CopyScatterToDevice(sc, s.buf, wk.stream);
@@ -104,7 +153,7 @@ Status StagingSink::Deliver(int w, const ReadChunk& c, SinkSlot slot,
 }
 
 void StagingSink::Drain(int w, CompletionTracker& done) {
-  if (static_cast<size_t>(w) >= workers_.size()) return;
+  if (w < 0 || w >= workers()) return;
   // The staging ring must be idle before it is reused or freed.
   for (Slot& s : workers_[w].slots) {
     if (s.chunk == nullptr) continue;
@@ -116,6 +165,45 @@ void StagingSink::Drain(int w, CompletionTracker& done) {
       done.Delivered(*c);
     }
   }
+}
+
+std::optional<std::string> StagingSink::TakePinNote() {
+  const std::vector<double> secs = ring_.TakePinSeconds();
+  std::string pinned, refused;
+  int n_pinned = 0;
+  for (int k = 0; k < wave_count_; ++k) {
+    const int state = waves_[k].state.load(std::memory_order_acquire);
+    if (state == kPinned && k < static_cast<int>(secs.size()) &&
+        secs[k] > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.2f", n_pinned ? " + " : "",
+                    secs[k] * 1e3);
+      pinned += buf;
+      ++n_pinned;
+    } else if (state == kUnpinned) {
+      refused += (refused.empty() ? "" : "; ") + std::string("wave ") +
+                 std::to_string(k + 1) + ": " + waves_[k].refusal.message();
+    }
+  }
+  if (n_pinned == 0 && refused.empty()) return std::nullopt;
+  const double mib = static_cast<double>(slot_bytes_) / (1 << 20);
+  std::string note;
+  if (n_pinned > 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "staging ring pinned since the last load: %d of %d waves "
+                  "(a wave: one %.0f MiB slot of each of %d workers, "
+                  "first-written by them) registered in ",
+                  n_pinned, wave_count_, mib, workers());
+    note = buf + pinned + " ms";
+  }
+  if (!refused.empty()) {
+    note += (note.empty() ? "" : "; ") +
+            std::string("staging ring not pinned (its copies go from "
+                        "pageable memory, slower): ") +
+            refused;
+  }
+  return note;
 }
 
 }  // namespace weightlift::internal

@@ -8,19 +8,35 @@
 // reused only after its event completed, and its chunk is then reported
 // delivered; every slot is idle again after Drain.
 //
-// Pinning (touch + cudaHostRegister, PinnedBuffer::PinPart) is per slot, by
-// the slot's own worker thread: slot 0 as soon as the thread starts
-// (PinEarly, at loader creation, overlapping what the caller does before
-// the first load), the others when first taken, each while the worker's
-// earlier copies run. On the H200 the driver ran 16 registrations of 8 MiB
-// one after another (~0.7 ms each): pinning whole worker parts at a
-// worker's start held the last worker's first copy back ~11 ms.
+// Pinning, in waves. The ring is laid out slot-major: wave k is slot k of
+// every worker, one contiguous part of the ring, pinned with one
+// cudaHostRegister. Each worker touches (first-writes) its own slot of a
+// wave, in parallel with the others: slot 0 as soon as its thread starts
+// (PinEarly, at loader creation), the others when first taken. The thread
+// whose touch completes a wave registers it. A worker's first copy out of
+// a slot waits for its wave; a worker that finds a wave's slots untouched
+// touches them itself, so no wave waits on a worker with nothing to do.
+// Why: on the H200 (bench/results/2026-12-03-h200-session8/pin_probe.log)
+// one registration of 128 MiB took 5.3-6.9 ms where 32 of 4 MiB took
+// 13-22 ms (the driver runs registrations one after another), and 16
+// workers each pinning their own 4 MiB slots had every slot pinned only
+// after 25-29 ms; first writes to fresh memory cost about 9 ms per 128 MiB
+// over 16 threads there, so they are spread over the workers.
+//
+// A wave whose registration is refused (no memory, a driver limit) stays
+// unpinned for the loader's life and its copies go from pageable memory:
+// slower, but the loads still succeed, and every report says so.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_util.h"
@@ -30,28 +46,31 @@ namespace weightlift::internal {
 
 class StagingSink final : public Sink {
  public:
+  // Tests: called before wave WAVE is registered; a non-OK status stands
+  // for the registration's refusal.
+  using PinHook = std::function<Status(int wave)>;
+
   // RING holds SLOT_EVENTS.size() slots of SLOT_BYTES (a multiple of 4096),
-  // SLOTS_PER_THREAD consecutive ones per worker (so slot_events.size() /
-  // slots_per_thread workers), reserved in one part per slot (slot k of
-  // worker w is part w * slots_per_thread + k). Worker w copies on STREAMS[w %
-  // STREAMS.size()] (not owned; they must outlive the sink's use) to
-  // DEVICE.
+  // SLOTS_PER_THREAD per worker (so slot_events.size() / slots_per_thread
+  // workers), reserved in SLOTS_PER_THREAD parts (one per wave). Worker w
+  // copies on STREAMS[w % STREAMS.size()] (not owned; they must outlive the
+  // sink's use) to DEVICE.
   StagingSink(PinnedBuffer ring, CudaEvents slot_events, int slots_per_thread,
-              size_t slot_bytes, std::vector<cudaStream_t> streams, int device);
+              size_t slot_bytes, std::vector<cudaStream_t> streams, int device,
+              PinHook before_pin = nullptr);
 
   uint64_t ring_bytes() const { return ring_.size(); }
   // The pinned ring's memory (io_uring registers it for its reads).
   std::span<std::byte> ring() const { return {ring_.data(), ring_.size()}; }
 
-  // Seconds each worker's part of the ring took to pin (touch +
-  // cudaHostRegister) in the loads since the last call; 0 where nothing
-  // was pinned. Between loads only.
-  std::vector<double> TakePinSeconds() { return ring_.TakePinSeconds(); }
+  // A line for the report on the waves pinned or refused since the last
+  // call (nullopt when none). Between loads only.
+  std::optional<std::string> TakePinNote();
 
   uint64_t slot_bytes() const override { return slot_bytes_; }
   Status BeginWorker(int worker) override;
-  // Pins worker W's first slot now, on W's thread (before its first
-  // load); a failure is left for AcquireSlot to meet again and report.
+  // Touches worker W's slot of wave 0 now, on W's thread (before its first
+  // load), registering the wave if that completes it.
   void PinEarly(int w);
   StatusOr<SinkSlot> AcquireSlot(int worker, const ReadChunk& c,
                                  CompletionTracker& done) override;
@@ -61,6 +80,8 @@ class StagingSink final : public Sink {
   void Drain(int worker, CompletionTracker& done) override;
 
  private:
+  enum : int { kUntouched = 0, kTouching = 1, kTouched = 2 };  // a slot
+  enum : int { kPending = 0, kPinned = 1, kUnpinned = 2 };     // a wave
   struct Slot {
     std::byte* buf = nullptr;
     cudaEvent_t ev = nullptr;
@@ -71,16 +92,31 @@ class StagingSink final : public Sink {
     int next = 0;  // the slot the next chunk takes
     cudaStream_t stream = nullptr;
   };
+  struct Wave {
+    std::atomic<int> touched{0};  // its slots written at least once
+    std::atomic<int> state{kPending};
+    std::atomic<bool> reported{false};  // TakePinNote said it
+    Status refusal;  // written before state becomes kUnpinned
+  };
 
-  int Part(int w, int slot) const {
-    return w * static_cast<int>(workers_[w].slots.size()) + slot;
-  }
+  int workers() const { return static_cast<int>(workers_.size()); }
+  // First-writes slot K of worker W unless done (waits while another
+  // thread does it); registers wave K if this completes it.
+  void TouchSlot(int k, int w);
+  void PinWave(int k);
+  // Returns once wave K is pinned or refused, touching its slots that
+  // nobody has touched yet.
+  void AwaitWave(int k);
 
   PinnedBuffer ring_;
   CudaEvents events_;  // one per slot
   size_t slot_bytes_;
   int device_;
+  PinHook before_pin_;
   std::vector<Worker> workers_;  // made once; each used by one thread
+  std::unique_ptr<Wave[]> waves_;
+  int wave_count_ = 0;
+  std::unique_ptr<std::atomic<int>[]> touch_;  // per slot, wave-major
 };
 
 }  // namespace weightlift::internal

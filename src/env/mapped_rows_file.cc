@@ -3,10 +3,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <utility>
 
 #include "env/io_util.h"
-#include "util/errno_text.h"
 
 namespace weightlift::internal {
 namespace {
@@ -22,8 +23,7 @@ class RowsFromMappingFile final : public File {
 
   Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
                   uint64_t rows, std::byte* dst) override {
-    if (rows <= 1 || width == 0 || pitch > kMappedRowsMaxPitch ||
-        refused_.load(std::memory_order_relaxed) != 0) {
+    if (rows <= 1 || width == 0 || pitch > kMappedRowsMaxPitch) {
       return base_->ReadRows(offset, pitch, width, rows, dst);
     }
     // pitch <= kMappedRowsMaxPitch (64 KiB): no overflow for any row count
@@ -34,23 +34,14 @@ class RowsFromMappingFile final : public File {
       // Past the end: the base's reads name the run that fails.
       return base_->ReadRows(offset, pitch, width, rows, dst);
     }
-    StatusOr<Mapping> map = base_->Map(offset, cover, MapAccess::kReadShared);
-    if (!map.ok()) {
-      if (map.status().code() == StatusCode::kUnsupported) {
-        refused_.store(ENODEV, std::memory_order_relaxed);
-      }
-      return base_->ReadRows(offset, pitch, width, rows, dst);
+    const Mapping* map = WholeFile();
+    if (map == nullptr) return base_->ReadRows(offset, pitch, width, rows, dst);
+    // A page past the end of the file now would raise SIGBUS in the copy.
+    WL_ASSIGN_OR_RETURN(FileIdentity now, base_->Stat());
+    if (now.size < offset + cover) {
+      return ShrankUnderMapping(path(), offset, cover);
     }
-    const int err = PopulateRuns(*map, offset, offset, pitch, width, rows);
-    if (err == EFAULT) return ShrankUnderMapping(path(), offset, cover);
-    if (err != 0) {
-      if (err == EINVAL || err == ENOSYS || err == EPERM) {
-        refused_.store(err, std::memory_order_relaxed);
-      }
-      // ENOMEM, EIO, ...: the base's reads say what is wrong, if anything.
-      return base_->ReadRows(offset, pitch, width, rows, dst);
-    }
-    CopyRows(map->data(), pitch, width, rows, dst);
+    CopyRows(map->data() + offset, pitch, width, rows, dst);
     runs_.fetch_add(rows, std::memory_order_relaxed);
     calls_.fetch_add(1, std::memory_order_relaxed);
     return Status::OK();
@@ -85,22 +76,41 @@ class RowsFromMappingFile final : public File {
           std::to_string(calls_.load()) +
           " strided reads copied from a mapping of the page cache");
     }
-    if (const int err = refused_.load(); err != 0) {
-      add(err == ENODEV
-              ? "row runs read one " + std::string(base_->backend_name()) +
-                    " each: the file cannot be mapped"
-              : "row runs read one " + std::string(base_->backend_name()) +
-                    " each: MADV_POPULATE_READ refused (" + ErrnoName(err) +
-                    ")");
+    if (mapped_.load(std::memory_order_acquire) == kRefused) {
+      add("row runs read one " + std::string(base_->backend_name()) +
+          " each: the file cannot be mapped (" + refusal_ + ")");
     }
     return s;
   }
 
  private:
+  enum : int { kNotYet = 0, kMapped = 1, kRefused = 2 };
+
+  // The whole file's mapping, made by the first caller (the others wait
+  // for it); null when the file cannot be mapped.
+  const Mapping* WholeFile() {
+    const int state = mapped_.load(std::memory_order_acquire);
+    if (state != kNotYet) return state == kMapped ? &map_ : nullptr;
+    std::lock_guard<std::mutex> lock(map_mu_);
+    if (mapped_.load(std::memory_order_relaxed) == kNotYet) {
+      StatusOr<Mapping> m = base_->Map(0, size(), MapAccess::kReadShared);
+      if (m.ok()) {
+        map_ = std::move(*m);
+        mapped_.store(kMapped, std::memory_order_release);
+      } else {
+        refusal_ = m.status().message();
+        mapped_.store(kRefused, std::memory_order_release);
+      }
+    }
+    return mapped_.load(std::memory_order_relaxed) == kMapped ? &map_
+                                                              : nullptr;
+  }
+
   std::unique_ptr<File> base_;
-  // 0 until the base cannot be mapped (ENODEV) or the kernel refuses
-  // MADV_POPULATE_READ; then every ReadRows goes to the base.
-  std::atomic<int> refused_{0};
+  std::mutex map_mu_;  // guards making map_ (once)
+  std::atomic<int> mapped_{kNotYet};
+  Mapping map_;          // written once under map_mu_, before kMapped
+  std::string refusal_;  // written once under map_mu_, before kRefused
   std::atomic<uint64_t> runs_{0}, calls_{0};
 };
 
@@ -137,7 +147,7 @@ Status ShrankUnderMapping(const std::string& path, uint64_t offset,
   return Status::IoError(
       "file shrank since it was opened (truncated?): pages of " +
       DescribeRange(path, offset, length) +
-      " lie past its end (MADV_POPULATE_READ: EFAULT)");
+      " lie past its end");
 }
 
 }  // namespace weightlift::internal

@@ -9,7 +9,6 @@
 // install behind its host's back. Use pread-based backends for files that
 // other processes may rewrite during a load.
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "env/backends.h"
@@ -35,8 +34,9 @@ class MmapFile final : public PosixFile {
     std::memcpy(dst.data(), mapping_.data() + offset, dst.size());
     return Status::OK();
   }
-  // One size check per call, not per run; the covering range is populated
-  // first, so a file that shrank before is an IoError, not a SIGBUS.
+  // One size check per call, not per run, so a file that shrank before is
+  // an IoError, not a SIGBUS. The copies fault the pages in: cheaper than
+  // populating them first (mapped_rows_file.h).
   Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
                   uint64_t rows, std::byte* dst) override {
     if (rows <= 1 || width == 0) {
@@ -49,9 +49,6 @@ class MmapFile final : public PosixFile {
     const uint64_t cover = (rows - 1) * pitch + width;
     WL_ASSIGN_OR_RETURN(uint64_t now, FdSize(fd(), path()));
     if (now < offset + cover) return ShrankUnderMapping(path(), offset, cover);
-    const int err = PopulateRuns(mapping_, 0, offset, pitch, width, rows);
-    if (err == EFAULT) return ShrankUnderMapping(path(), offset, cover);
-    // Any other refusal: the copies fault the pages in, as ReadAt's do.
     CopyRows(mapping_.data() + offset, pitch, width, rows, dst);
     return Status::OK();
   }

@@ -278,6 +278,82 @@ TEST_F(CudaLoaderTest, RefusedExtraRingsFallBackAndTheReportSaysSo) {
       << ::testing::PrintToString(r->report.notes);
 }
 
+// The staging ring is pinned in waves (slot k of every worker), each
+// registered once all its slots were first written (staging_sink.h). A
+// wave whose registration is refused stays unpinned and its copies go from
+// pageable memory: every load still succeeds bit-exact, and every report
+// says so, naming the reason. Checked with wave 1 refused, then every wave.
+TEST_F(CudaLoaderTest, RefusedPinningCopiesFromPageableMemoryAndSaysSo) {
+  std::vector<TensorSpec> specs = AllDTypeSpecs();
+  specs.push_back(Spec("big", "U8", {6u << 20}));  // 96 chunks of 64 KiB
+  std::string path = Write("unpinned.safetensors", specs, 8);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  for (int refused_from : {1, 0}) {
+    SCOPED_TRACE("waves refused from " + std::to_string(refused_from));
+    LoadOptions o = Cuda();
+    o.threads = 4;
+    o.cuda_chunk_bytes = 64u << 10;
+    o.chunk_bytes = o.cuda_chunk_bytes;
+    o.staging_bytes = (64u << 10) * 2 * 4;
+    o.host_register = HostRegisterMode::kOff;
+    o.gds = GdsMode::kOff;
+    std::atomic<int> asked{0};
+    internal::CudaLoaderHooks hooks;
+    hooks.before_pin = [&](int wave) {
+      ++asked;
+      return wave >= refused_from
+                 ? Status::ResourceExhausted("test refuses wave " +
+                                             std::to_string(wave))
+                 : Status::OK();
+    };
+    auto loader = internal::CreateCudaLoader(o, std::move(hooks));
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    for (int load = 0; load < 2; ++load) {
+      auto r = (*loader)->Load(*ck);
+      ASSERT_TRUE(r.ok()) << "load " << load << ": " << r.status().ToString();
+      EXPECT_EQ(CheckExact(*ck, *r), 0) << "load " << load;
+      EXPECT_TRUE(internal::testing::AnyNoteHas(
+          r->report.notes, {"staging ring not pinned", "pageable",
+                            "test refuses wave " + std::to_string(1)}))
+          << "load " << load << "; notes: "
+          << ::testing::PrintToString(r->report.notes);
+    }
+    EXPECT_EQ(asked.load(), 2) << "each wave is registered (or refused) once";
+  }
+}
+
+// A wave is pinned once all its slots were written, and a worker with no
+// chunk never writes its slots: the worker that needs the wave writes them
+// itself. Here 8 workers load a checkpoint of 12 chunks, so some take two
+// and others one at most; before the helping, the loads would never end.
+TEST_F(CudaLoaderTest, WavesArePinnedWhenMostWorkersHaveNothingToDo) {
+  std::string path =
+      Write("few_chunks.safetensors", {Spec("t", "U8", {12u * (64u << 10)})}, 9);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  LoadOptions o = Cuda();
+  o.threads = 8;
+  o.cuda_chunk_bytes = 64u << 10;
+  o.chunk_bytes = o.cuda_chunk_bytes;
+  o.staging_bytes = (64u << 10) * 2 * 8;
+  o.host_register = HostRegisterMode::kOff;
+  o.gds = GdsMode::kOff;
+  auto loader = internal::CreateCudaLoader(o, internal::CudaLoaderHooks{});
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  std::vector<std::string> notes;
+  for (int load = 0; load < 4; ++load) {
+    auto r = (*loader)->Load(*ck);
+    ASSERT_TRUE(r.ok()) << "load " << load << ": " << r.status().ToString();
+    EXPECT_EQ(CheckExact(*ck, *r), 0) << "load " << load;
+    notes.insert(notes.end(), r->report.notes.begin(), r->report.notes.end());
+  }
+  EXPECT_FALSE(internal::testing::AnyNoteHas(notes, {"not pinned"}))
+      << ::testing::PrintToString(notes);
+  EXPECT_TRUE(internal::testing::AnyNoteHas(notes, {"staging ring pinned"}))
+      << ::testing::PrintToString(notes);
+}
+
 // Cold reads through io_uring land in the pinned staging ring, which is
 // registered with the rings (IORING_OP_READ_FIXED) when the load is large
 // enough (0 here): bit-exact, and the report says how many reads did. Some
