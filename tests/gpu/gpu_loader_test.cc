@@ -326,7 +326,7 @@ TEST_F(CudaLoaderTest, RefusedPinningCopiesFromPageableMemoryAndSaysSo) {
 // A wave is pinned once all its slots were written, and a worker with no
 // chunk never writes its slots: the worker that needs the wave writes them
 // itself. Here 8 workers load a checkpoint of 12 chunks, so some take two
-// and others one at most; before the helping, the loads would never end.
+// and others one at most; without that help the loads would never end.
 TEST_F(CudaLoaderTest, WavesArePinnedWhenMostWorkersHaveNothingToDo) {
   std::string path =
       Write("few_chunks.safetensors", {Spec("t", "U8", {12u * (64u << 10)})}, 9);
