@@ -67,6 +67,24 @@ def _completed(work) -> bool:
         return True
 
 
+def _await_works(works, seconds: float) -> bool:
+    """True once every work of WORKS has completed, False when SECONDS
+    passed first; raises what a work raised. Polls is_completed(): for
+    NCCL, Work.wait(timeout) only orders the current stream after the
+    collective (torch enforces its timeout only with
+    TORCH_NCCL_BLOCKING_WAIT), so a synchronize after it would wait for a
+    rank that never comes, forever."""
+    deadline = time.monotonic() + seconds
+    nap = 20e-6
+    while True:
+        if all(w.is_completed() for w in works):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(nap)
+        nap = min(nap * 2, 1e-3)
+
+
 class TorchGroupTransport(_native.GroupTransport):
     """The C++ GroupTransport over a torch.distributed GROUP. Its
     collectives run on the group load's thread; each waits at most TIMEOUT
@@ -152,33 +170,50 @@ class TorchGroupTransport(_native.GroupTransport):
         if not isinstance(works, list):
             works = [works]
         t0 = time.monotonic()
+        cuda = bool(tensors) and tensors[0].device.type == "cuda"
         for work in works:
             left = max(self.timeout - (time.monotonic() - t0), 0.001)
             try:
                 work.wait(datetime.timedelta(seconds=left))
             except RuntimeError as e:
-                waited = time.monotonic() - t0
-                for w in works:
-                    _keep_until_done(w, self, tensors)
-                if waited >= self.timeout * 0.9:
-                    self.error = GroupTimeoutError(
-                        f"{self._where()}: {what} did not complete within "
-                        f"{self.timeout:g} s: {e} (a rank stopped, crashed "
-                        f"or runs a different load)", code="IoError")
-                else:  # refused before the timeout: a peer is gone
-                    self.error = WeightliftIOError(
-                        f"{self._where()}: {what} failed after "
-                        f"{waited:.1f} s: {e} (a rank stopped or crashed)",
-                        code="IoError")
-                # Nothing is issued after a failure: the transport lets go
-                # of the torch group so the caller's destroy_process_group()
-                # can tear it down (the works above keep what they use).
-                self.release()
-                raise self.error from None
-        if tensors and tensors[0].device.type == "cuda":
+                self._fail(works, tensors, what, e, time.monotonic() - t0)
+        if cuda:
+            # NCCL: the wait above only ordered the streams; the timeout is
+            # enforced here, before the synchronize that would block.
+            left = max(self.timeout - (time.monotonic() - t0), 0.001)
+            try:
+                done = _await_works(works, left)
+            except RuntimeError as e:
+                self._fail(works, tensors, what, e, time.monotonic() - t0)
+            if not done:
+                self._fail(works, tensors, what,
+                           "the collective had not completed",
+                           time.monotonic() - t0)
             # The load hands the memory on as soon as this returns.
             import torch
             torch.cuda.current_stream(tensors[0].device).synchronize()
+
+    def _fail(self, works, tensors, what: str, e, waited: float):
+        """Records and raises the failure E of a collective after WAITED
+        seconds: a GroupTimeoutError near the timeout, else the peer's
+        refusal. The works stay referenced until they end."""
+        for w in works:
+            _keep_until_done(w, self, tensors)
+        if waited >= self.timeout * 0.9:
+            self.error = GroupTimeoutError(
+                f"{self._where()}: {what} did not complete within "
+                f"{self.timeout:g} s: {e} (a rank stopped, crashed "
+                f"or runs a different load)", code="IoError")
+        else:  # refused before the timeout: a peer is gone
+            self.error = WeightliftIOError(
+                f"{self._where()}: {what} failed after "
+                f"{waited:.1f} s: {e} (a rank stopped or crashed)",
+                code="IoError")
+        # Nothing is issued after a failure: the transport lets go of the
+        # torch group so the caller's destroy_process_group() can tear it
+        # down (the works keep what they use).
+        self.release()
+        raise self.error from None
 
     def release(self) -> None:
         """Lets go of the torch group (rank, size, backend and timeout stay,
