@@ -43,6 +43,24 @@ int UsageError(std::string message) {
   return weightlift::cli::kExitUsage;
 }
 
+// An empty value (--threads '', --cache '') is a usage error for every
+// option that takes one: CLI11 would read it as the default (0, or no
+// path), so the command would run with a setting the user did not give.
+void RefuseEmptyValues(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_type_size() == 0) continue;  // a flag: no value
+    o->check(CLI::Validator(
+        [](std::string& v) {
+          return v.empty() ? std::string("an empty value is not allowed")
+                           : std::string();
+        },
+        "", "NonEmpty"));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    RefuseEmptyValues(*sub);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +78,7 @@ int main(int argc, char** argv) {
       AddInspect(app), AddVerify(app), AddLoad(app),
       AddSynth(app),   AddBench(app),  AddDemo(app),
   };
+  RefuseEmptyValues(app);
 
   // An unknown first word is named as a command, not reported as an
   // argument CLI11 did not expect.

@@ -498,6 +498,12 @@ class ErrorTest(Fixture):
             (("load", self.single, "--device", "tpu:0"), "tpu:0"),
             (("load", self.single, "--threads", "-3"), "threads"),
             (("verify", "--hash", "md5", self.single), "md5"),
+            # An empty value used to mean the default (threads auto, the
+            # default cache folder) and the command ran.
+            (("load", self.single, "--threads", ""), "--threads: an empty"),
+            (("demo", "--cache", ""), "--cache: an empty"),
+            (("load", ""), "PATH: an empty"),
+            (("bench", self.single, "--mode", ""), "--mode"),
         ]
         for args, needle in cases:
             with self.subTest(args=args):
