@@ -123,6 +123,18 @@ class CudaLoaderTest : public testing::GpuFileTest {
     o.device = Device::Cuda(0);
     return o;
   }
+  // Pinned staging only (no GDS, no host-register), THREADS workers with
+  // two 64 KiB slots each: many chunks, many slot reuses.
+  static LoadOptions SmallStaging(int threads) {
+    LoadOptions o = Cuda();
+    o.threads = threads;
+    o.cuda_chunk_bytes = 64u << 10;
+    o.chunk_bytes = o.cuda_chunk_bytes;  // Validate: staging >= chunk_bytes
+    o.staging_bytes = (64u << 10) * 2 * threads;
+    o.host_register = HostRegisterMode::kOff;
+    o.gds = GdsMode::kOff;
+    return o;
+  }
 };
 
 TEST_F(CudaLoaderTest, EveryDTypeBitExactAgainstFileAndHostLoad) {
@@ -291,13 +303,7 @@ TEST_F(CudaLoaderTest, RefusedPinningCopiesFromPageableMemoryAndSaysSo) {
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
   for (int refused_from : {1, 0}) {
     SCOPED_TRACE("waves refused from " + std::to_string(refused_from));
-    LoadOptions o = Cuda();
-    o.threads = 4;
-    o.cuda_chunk_bytes = 64u << 10;
-    o.chunk_bytes = o.cuda_chunk_bytes;
-    o.staging_bytes = (64u << 10) * 2 * 4;
-    o.host_register = HostRegisterMode::kOff;
-    o.gds = GdsMode::kOff;
+    LoadOptions o = SmallStaging(4);
     std::atomic<int> asked{0};
     internal::CudaLoaderHooks hooks;
     hooks.before_pin = [&](int wave) {
@@ -332,13 +338,7 @@ TEST_F(CudaLoaderTest, WavesArePinnedWhenMostWorkersHaveNothingToDo) {
       Write("few_chunks.safetensors", {Spec("t", "U8", {12u * (64u << 10)})}, 9);
   auto ck = Checkpoint::Open(path);
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
-  LoadOptions o = Cuda();
-  o.threads = 8;
-  o.cuda_chunk_bytes = 64u << 10;
-  o.chunk_bytes = o.cuda_chunk_bytes;
-  o.staging_bytes = (64u << 10) * 2 * 8;
-  o.host_register = HostRegisterMode::kOff;
-  o.gds = GdsMode::kOff;
+  LoadOptions o = SmallStaging(8);
   auto loader = internal::CreateCudaLoader(o, internal::CudaLoaderHooks{});
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   std::vector<std::string> notes;
