@@ -1,7 +1,7 @@
 # session 8, call D (~4 min): the final main of the session (GPU tests again after the
 # group-mode NCCL completion poll and the test refactor), builds, runs the GPU tests,
-# then first_call (2 fresh processes), tp_phases n=8/4/2 and tp_bench
-# (together, then alone + peers). Time-guarded; logs in $OUT/s8d.tgz.
+# then first_call (2 fresh processes), tp_phases n=8, the Python tests on
+# CUDA and tp_bench alone at n=8. Time-guarded; logs in $OUT/s8d.tgz.
 T0=$(date +%s); DEADLINE=${DEADLINE:-540}
 RET=$OUT; export OUT=/tmp/o8d; rm -rf $OUT; mkdir -p $OUT
 export PYTHONUNBUFFERED=1
@@ -25,7 +25,7 @@ done
 for n in 8; do
   fits 15 && { timeout 20 python3 bench/tp_phases.py --ckpt $D --n $n --calls 3 > $OUT/tp_phases_$n.log 2>&1; log "tp_phases n=$n rc $? $(head -1 $OUT/tp_phases_$n.log)"; pack; }
 done
-fits 80 && { timeout 90 python3 -m pytest -q -rs -p no:cacheprovider tests/python/test_cuda.py tests/python/test_tp.py tests/python/test_dropin_dtypes.py > $OUT/pytest_cuda.log 2>&1; log "pytest cuda rc $? $(tail -1 $OUT/pytest_cuda.log)"; pack; }
+fits 80 && { timeout 90 python3 -m pytest -q -rs -p no:cacheprovider tests/python/test_cuda.py tests/python/test_tp.py tests/python/test_dropin_dtypes.py tests/python/test_group_await.py > $OUT/pytest_cuda.log 2>&1; log "pytest cuda rc $? $(tail -1 $OUT/pytest_cuda.log)"; pack; }
 fits 60 && { timeout $(( DEADLINE - $(el) - 5 )) python3 bench/tp_bench.py --ckpt $D --sizes 8 --modes alone --no-verify --device cuda:0 --json $OUT/tp_bench_alone_peers.json > $OUT/tp_bench_alone_peers.log 2>&1; log "tp_bench alone,peers rc $?"; grep -E "^n=|ceiling" $OUT/tp_bench_alone_peers.log >> $OUT/summary.txt; pack; }
 log end; pack
 cat $OUT/summary.txt
