@@ -290,9 +290,8 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
         options.device.ToString());
   }
   const auto t = Clock::now();
-  auto target =
-      std::make_unique<CudaTarget>(options, std::move(hooks.after_alloc),
-                                   std::move(hooks.before_pin));
+  auto target = std::make_unique<CudaTarget>(
+      options, std::move(hooks.after_alloc), std::move(hooks.before_pin));
   WL_RETURN_IF_ERROR(target->Init());
   return MakeLoader(options, std::move(target), std::move(hooks.wrap_file),
                     SecondsSince(t));

@@ -57,8 +57,7 @@ void StagingSink::PinEarly(int w) {
 void StagingSink::TouchSlot(int k, int w) {
   std::atomic<int>& t = touch_[static_cast<size_t>(k) * workers() + w];
   int state = kUntouched;
-  if (!t.compare_exchange_strong(state, kTouching,
-                                 std::memory_order_acq_rel)) {
+  if (!t.compare_exchange_strong(state, kTouching, std::memory_order_acq_rel)) {
     // Done, or another thread is writing it: a read into the slot must
     // not race that thread's zeroing.
     while ((state = t.load(std::memory_order_acquire)) == kTouching) {
@@ -173,8 +172,7 @@ std::optional<std::string> StagingSink::TakePinNote() {
   int n_pinned = 0;
   for (int k = 0; k < wave_count_; ++k) {
     const int state = waves_[k].state.load(std::memory_order_acquire);
-    if (state == kPinned && k < static_cast<int>(secs.size()) &&
-        secs[k] > 0) {
+    if (state == kPinned && k < static_cast<int>(secs.size()) && secs[k] > 0) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%s%.2f", n_pinned ? " + " : "",
                     secs[k] * 1e3);
@@ -199,8 +197,9 @@ std::optional<std::string> StagingSink::TakePinNote() {
   }
   if (!refused.empty()) {
     note += (note.empty() ? "" : "; ") +
-            std::string("staging ring not pinned (its copies go from "
-                        "pageable memory, slower): ") +
+            std::string(
+                "staging ring not pinned (its copies go from "
+                "pageable memory, slower): ") +
             refused;
   }
   return note;

@@ -102,8 +102,7 @@ class RowsFromMappingFile final : public File {
         mapped_.store(kRefused, std::memory_order_release);
       }
     }
-    return mapped_.load(std::memory_order_relaxed) == kMapped ? &map_
-                                                              : nullptr;
+    return mapped_.load(std::memory_order_relaxed) == kMapped ? &map_ : nullptr;
   }
 
   std::unique_ptr<File> base_;
@@ -146,8 +145,7 @@ Status ShrankUnderMapping(const std::string& path, uint64_t offset,
                           uint64_t length) {
   return Status::IoError(
       "file shrank since it was opened (truncated?): pages of " +
-      DescribeRange(path, offset, length) +
-      " lie past its end");
+      DescribeRange(path, offset, length) + " lie past its end");
 }
 
 }  // namespace weightlift::internal

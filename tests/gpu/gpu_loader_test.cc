@@ -322,8 +322,8 @@ TEST_F(CudaLoaderTest, RefusedPinningCopiesFromPageableMemoryAndSaysSo) {
       EXPECT_TRUE(internal::testing::AnyNoteHas(
           r->report.notes, {"staging ring not pinned", "pageable",
                             "test refuses wave " + std::to_string(1)}))
-          << "load " << load << "; notes: "
-          << ::testing::PrintToString(r->report.notes);
+          << "load " << load
+          << "; notes: " << ::testing::PrintToString(r->report.notes);
     }
     EXPECT_EQ(asked.load(), 2) << "each wave is registered (or refused) once";
   }
@@ -334,8 +334,8 @@ TEST_F(CudaLoaderTest, RefusedPinningCopiesFromPageableMemoryAndSaysSo) {
 // itself. Here 8 workers load a checkpoint of 12 chunks, so some take two
 // and others one at most; without that help the loads would never end.
 TEST_F(CudaLoaderTest, WavesArePinnedWhenMostWorkersHaveNothingToDo) {
-  std::string path =
-      Write("few_chunks.safetensors", {Spec("t", "U8", {12u * (64u << 10)})}, 9);
+  std::string path = Write("few_chunks.safetensors",
+                           {Spec("t", "U8", {12u * (64u << 10)})}, 9);
   auto ck = Checkpoint::Open(path);
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
   LoadOptions o = SmallStaging(8);

@@ -63,8 +63,10 @@ int main() {
       }
       t = Clock::now();
       for (size_t i = 0; i < kParts; ++i) cudaHostUnregister(p + i * kPart);
-      printf("rep %d huge %d: 32x4MiB one thread: touch %.1f ms, register %.1f ms (%.2f per part), unregister %.1f ms\n",
-             rep, huge, touch, reg, reg / kParts, Ms(t, Clock::now()));
+      printf(
+          "rep %d huge %d: 32x4MiB one thread: touch %.1f ms, register %.1f ms "
+          "(%.2f per part), unregister %.1f ms\n",
+          rep, huge, touch, reg, reg / kParts, Ms(t, Clock::now()));
       // B: parts, 16 threads (2 parts each)
       p = Anon(huge);
       t = Clock::now();
@@ -82,9 +84,12 @@ int main() {
         });
       for (auto& x : th) x.join();
       double first = 1e9, last = 0;
-      for (double d : done) first = std::min(first, d), last = std::max(last, d);
-      printf("rep %d huge %d: 32x4MiB 16 threads: first thread done %.1f ms, all %.1f ms\n",
-             rep, huge, first, last);
+      for (double d : done)
+        first = std::min(first, d), last = std::max(last, d);
+      printf(
+          "rep %d huge %d: 32x4MiB 16 threads: first thread done %.1f ms, all "
+          "%.1f ms\n",
+          rep, huge, first, last);
       // C: one registration of 128 MiB
       p = Anon(huge);
       t = Clock::now();
@@ -93,21 +98,26 @@ int main() {
       Check(cudaHostRegister(p, kRing, 0), "reg1");
       auto c = Clock::now();
       cudaHostUnregister(p);
-      printf("rep %d huge %d: one 128MiB: touch %.1f ms, register %.1f ms, unregister %.1f ms\n",
-             rep, huge, Ms(t, b), Ms(b, c), Ms(c, Clock::now()));
+      printf(
+          "rep %d huge %d: one 128MiB: touch %.1f ms, register %.1f ms, "
+          "unregister %.1f ms\n",
+          rep, huge, Ms(t, b), Ms(b, c), Ms(c, Clock::now()));
       // C2: 16 threads touch in parallel, then one registration
       p = Anon(huge);
       t = Clock::now();
       th.clear();
       for (int w = 0; w < 16; ++w)
-        th.emplace_back([&, w] { memset(p + w * (kRing / 16), 0, kRing / 16); });
+        th.emplace_back(
+            [&, w] { memset(p + w * (kRing / 16), 0, kRing / 16); });
       for (auto& x : th) x.join();
       b = Clock::now();
       Check(cudaHostRegister(p, kRing, 0), "reg1b");
       c = Clock::now();
       cudaHostUnregister(p);
-      printf("rep %d huge %d: 16-thread touch %.1f ms then one 128MiB register %.1f ms\n",
-             rep, huge, Ms(t, b), Ms(b, c));
+      printf(
+          "rep %d huge %d: 16-thread touch %.1f ms then one 128MiB register "
+          "%.1f ms\n",
+          rep, huge, Ms(t, b), Ms(b, c));
     }
     // D: cudaHostAlloc
     std::vector<void*> ptrs(kParts);
@@ -124,13 +134,16 @@ int main() {
     memset(big, 1, kRing);
     auto c = Clock::now();
     cudaFreeHost(big);
-    printf("rep %d: cudaHostAlloc 128MiB %.1f ms, first write %.1f ms, free %.1f ms\n",
-           rep, Ms(t, b), Ms(b, c), Ms(c, Clock::now()));
+    printf(
+        "rep %d: cudaHostAlloc 128MiB %.1f ms, first write %.1f ms, free %.1f "
+        "ms\n",
+        rep, Ms(t, b), Ms(b, c), Ms(c, Clock::now()));
     t = Clock::now();
     Check(cudaHostAlloc(&big, kRing, cudaHostAllocWriteCombined), "wc");
     b = Clock::now();
     cudaFreeHost(big);
-    printf("rep %d: cudaHostAlloc 128MiB write-combined %.1f ms\n", rep, Ms(t, b));
+    printf("rep %d: cudaHostAlloc 128MiB write-combined %.1f ms\n", rep,
+           Ms(t, b));
   }
   return 0;
 }

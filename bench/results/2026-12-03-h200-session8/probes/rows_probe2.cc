@@ -71,9 +71,12 @@ int main(int argc, char** argv) {
   }
   size_t total_bytes = 0, total_runs = 0;
   for (auto& t : ts) total_bytes += t.width * t.rows, total_runs += t.rows;
-  const char* names[] = {"pread shared fd", "pread own fd",
-                         "io_uring own fd QD64", "map per tensor+populate+munmap",
-                         "one mapping, populate per tensor", "one mapping, faults only",
+  const char* names[] = {"pread shared fd",
+                         "pread own fd",
+                         "io_uring own fd QD64",
+                         "map per tensor+populate+munmap",
+                         "one mapping, populate per tensor",
+                         "one mapping, faults only",
                          "io_uring own fd QD256"};
   for (int rep = 0; rep < 2; ++rep) {
     for (int mode = 0; mode < 7; ++mode) {
@@ -86,7 +89,8 @@ int main(int argc, char** argv) {
         for (auto& f : fds) f = open(path, O_RDONLY);
       auto t0 = Clock::now();
       if (mode == 4 || mode == 5) {
-        whole = (char*)mmap(nullptr, fsize, PROT_READ, MAP_SHARED, shared_fd, 0);
+        whole =
+            (char*)mmap(nullptr, fsize, PROT_READ, MAP_SHARED, shared_fd, 0);
         if (whole == MAP_FAILED) abort();
       }
       std::vector<std::thread> th;
@@ -160,9 +164,11 @@ int main(int argc, char** argv) {
       if (mode == 1 || mode == 2 || mode == 6)
         for (auto f : fds) close(f);
       const double ms = Ms(t0, t1);
-      printf("rep %d threads %2d %-34s %7.1f ms wall = %5.1f GB/s, %.2f us/run thread time",
-             rep, threads, names[mode], ms, total_bytes / ms / 1e6,
-             ms * 1e3 * threads / total_runs);
+      printf(
+          "rep %d threads %2d %-34s %7.1f ms wall = %5.1f GB/s, %.2f us/run "
+          "thread time",
+          rep, threads, names[mode], ms, total_bytes / ms / 1e6,
+          ms * 1e3 * threads / total_runs);
       if (whole) printf("; then munmap of the whole file %.1f ms", unmap_ms);
       printf("\n");
       fflush(stdout);
