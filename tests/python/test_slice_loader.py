@@ -156,7 +156,7 @@ def test_load_slices_into_refuses_what_does_not_fit(big_file):
 
 def test_row_runs_of_a_resident_file_are_copied_from_a_mapping(tmp_path):
     """A column slice (a row-parallel TP part) of a file in the page cache:
-    in auto mode its row runs are copied out of a populated mapping
+    in auto mode its row runs are copied out of a mapping of the whole file
     (src/env/mapped_rows_file.h), bit-exact, the report says so and counts
     only the selected bytes as read; backend="pread" reads them one pread
     each, with the same bytes."""
