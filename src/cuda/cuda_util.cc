@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
 namespace weightlift::internal {
@@ -100,7 +99,7 @@ StatusOr<PinnedBuffer> PinnedBuffer::Reserve(uint64_t bytes, int parts) {
   return b;
 }
 
-Status PinnedBuffer::PinPart(int part, int device, bool touched) {
+Status PinnedBuffer::PinPart(int part, int device) {
   if (part_pinned(part)) return Status::OK();
   if (part < 0 || static_cast<size_t>(part) >= pinned_.size()) {
     return Status::Internal("pinned part " + std::to_string(part) + " of " +
@@ -115,9 +114,6 @@ Status PinnedBuffer::PinPart(int part, int device, bool touched) {
   WL_RETURN_IF_ERROR(UseDevice(device));
   const auto t = Clock::now();
   std::byte* p = data_ + at;
-  // Touch first (this thread's first touch: its own NUMA node, zeroed
-  // pages in place), so that registering only pins pages already there.
-  if (!touched) std::memset(p, 0, len);
   cudaError_t e = cudaHostRegister(p, len, cudaHostRegisterDefault);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

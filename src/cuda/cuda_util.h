@@ -50,21 +50,22 @@ class PinnedBuffer {
   // registration per part overlap the pinning with the first transfers.
   // ResourceExhausted when the mapping fails.
   static StatusOr<PinnedBuffer> Reserve(uint64_t bytes, int parts);
-  // Pins part PART (touch unless TOUCHED, then cudaHostRegister with DEVICE
-  // current: a rank never touches another GPU) unless it is pinned
-  // already. Each part must be pinned by one thread at a time; different
-  // parts at once. ResourceExhausted (no memory, a memlock or address-space
-  // limit) or CudaError naming cudaHostRegister, the part and the size; the
-  // part stays unpinned, so a later call may try again.
-  Status PinPart(int part, int device, bool touched = false);
+  // Registers part PART (cudaHostRegister with DEVICE current: a rank
+  // never touches another GPU) unless it is pinned already. The caller
+  // first-writes the part's pages before (the staging ring's workers do it
+  // in parallel), so that registering only pins pages already there. Each
+  // part must be pinned by one thread at a time; different parts at once.
+  // ResourceExhausted (no memory, a memlock or address-space limit) or
+  // CudaError naming cudaHostRegister, the part and the size; the part
+  // stays unpinned, so a later call may try again.
+  Status PinPart(int part, int device);
   bool part_pinned(int part) const {
     return part >= 0 && static_cast<size_t>(part) < pinned_.size() &&
            pinned_[part];
   }
-  // Seconds the pinning of each part took (the touch if PinPart made it,
-  // and the registration) since the last TakePinSeconds; 0 for parts not
-  // pinned in that time. Safe at any time; a part pinned while this runs
-  // is counted by the next call.
+  // Seconds the registration of each part took since the last
+  // TakePinSeconds; 0 for parts not pinned in that time. Safe at any time;
+  // a part pinned while this runs is counted by the next call.
   std::vector<double> TakePinSeconds();
   PinnedBuffer(PinnedBuffer&& o) noexcept { *this = std::move(o); }
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;

@@ -79,7 +79,7 @@ void StagingSink::TouchSlot(int k, int w) {
 void StagingSink::PinWave(int k) {
   Wave& wave = waves_[k];
   Status st = before_pin_ ? before_pin_(k) : Status::OK();
-  if (st.ok()) st = ring_.PinPart(k, device_, /*touched=*/true);
+  if (st.ok()) st = ring_.PinPart(k, device_);
   if (st.ok()) {
     wave.state.store(kPinned, std::memory_order_release);
   } else {

@@ -95,7 +95,6 @@ class StagingSink final : public Sink {
   struct Wave {
     std::atomic<int> touched{0};  // its slots written at least once
     std::atomic<int> state{kPending};
-    std::atomic<bool> reported{false};  // TakePinNote said it
     Status refusal;  // written before state becomes kUnpinned
   };
 

@@ -123,8 +123,9 @@ class CudaLoaderTest : public testing::GpuFileTest {
     o.device = Device::Cuda(0);
     return o;
   }
-  // Pinned staging only (no GDS, no host-register), THREADS workers with
-  // two 64 KiB slots each: many chunks, many slot reuses.
+  // No host-register, THREADS workers with two 64 KiB staging slots each:
+  // many chunks, many slot reuses. GDS stays auto (callers that must test
+  // the staging ring turn it off).
   static LoadOptions SmallStaging(int threads) {
     LoadOptions o = Cuda();
     o.threads = threads;
@@ -132,7 +133,6 @@ class CudaLoaderTest : public testing::GpuFileTest {
     o.chunk_bytes = o.cuda_chunk_bytes;  // Validate: staging >= chunk_bytes
     o.staging_bytes = (64u << 10) * 2 * threads;
     o.host_register = HostRegisterMode::kOff;
-    o.gds = GdsMode::kOff;
     return o;
   }
 };
@@ -188,12 +188,7 @@ TEST_F(CudaLoaderTest, SmallChunksManyBoundariesAndSubsetInRequestOrder) {
   auto ck = Checkpoint::Open(p1);
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
   for (int threads : {1, 3}) {
-    LoadOptions o = Cuda();
-    o.threads = threads;
-    o.cuda_chunk_bytes = 64u << 10;
-    o.chunk_bytes = o.cuda_chunk_bytes;  // Validate: staging >= chunk_bytes
-    o.staging_bytes = (64u << 10) * 2 * threads;
-    o.host_register = HostRegisterMode::kOff;
+    LoadOptions o = SmallStaging(threads);
     auto loader = Loader::Create(o);
     ASSERT_TRUE(loader.ok()) << loader.status().ToString();
     std::vector<std::string> names = {"u64", "bf16_big", "bool_odd", "empty",
@@ -304,6 +299,7 @@ TEST_F(CudaLoaderTest, RefusedPinningCopiesFromPageableMemoryAndSaysSo) {
   for (int refused_from : {1, 0}) {
     SCOPED_TRACE("waves refused from " + std::to_string(refused_from));
     LoadOptions o = SmallStaging(4);
+    o.gds = GdsMode::kOff;
     std::atomic<int> asked{0};
     internal::CudaLoaderHooks hooks;
     hooks.before_pin = [&](int wave) {
@@ -339,6 +335,7 @@ TEST_F(CudaLoaderTest, WavesArePinnedWhenMostWorkersHaveNothingToDo) {
   auto ck = Checkpoint::Open(path);
   ASSERT_TRUE(ck.ok()) << ck.status().ToString();
   LoadOptions o = SmallStaging(8);
+  o.gds = GdsMode::kOff;
   auto loader = internal::CreateCudaLoader(o, internal::CudaLoaderHooks{});
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   std::vector<std::string> notes;
