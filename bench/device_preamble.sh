@@ -1,0 +1,42 @@
+# Sourced by the device scripts (bench/results/*/probes/gpu_*.sh) before
+# their work: a time guard, logging, packing and the machine's quirks, so
+# each script is only its measurements.
+#
+#   TAG=s9a DEADLINE=540 . bench/device_preamble.sh
+#
+# Logs go to /tmp/o$TAG and come back packed as $OUT/$TAG.tgz (pack after
+# each step, so a call cut short still returns what it measured). Provides:
+#   el            seconds since the script started
+#   fits N        whether N more seconds still end before DEADLINE
+#   log MSG       "[el s] MSG" to the terminal and $OUT/summary.txt
+#   pack          refresh the archive
+#   build_tree SRC BUILD NAME   Release build of the CLI and the Python
+#                 module (CLI11 and liburing from the carried .deps)
+T0=$(date +%s)
+DEADLINE=${DEADLINE:-540}
+RET=$OUT
+export OUT=/tmp/o$TAG
+rm -rf "$OUT"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+ROOT=$PWD
+PACK="$RET/$TAG.tgz"
+pack() { tar czf "$PACK" -C "$OUT" .; }
+el() { echo $(($(date +%s) - T0)); }
+fits() { [ $(($(el) + $1)) -le "$DEADLINE" ]; }
+log() { echo "[$(el) s] $*" | tee -a "$OUT/summary.txt"; }
+build_tree() {
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DWL_BUILD_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" \
+    -DCMAKE_PREFIX_PATH="$ROOT/.deps" > "$OUT/build_$3.log" 2>&1 &&
+    ninja -C "$2" -j6 weightlift_cli weightlift_python >> "$OUT/build_$3.log" 2>&1
+  echo "build $3 rc $?" >> "$OUT/summary.txt"
+}
+cat .probe/commit.txt > "$OUT/commit.txt" 2>/dev/null
+# The machine has no udev database; libcufile and the page-cache probe read
+# the block devices' properties from it.
+mkdir -p /run/udev/data
+touch /run/udev/control
+for d in $(lsblk -dno MAJ:MIN 2>/dev/null) 254:0; do
+  printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\nE:DEVTYPE=disk\n' > "/run/udev/data/b$d"
+done
