@@ -51,7 +51,8 @@ Status StagingSink::BeginWorker(int w) {
 }
 
 void StagingSink::PinEarly(int w) {
-  if (w >= 0 && w < workers() && wave_count_ > 0) TouchSlot(0, w);
+  if (w < 0 || w >= workers()) return;
+  for (int k = 0; k < wave_count_; ++k) TouchSlot(k, w);
 }
 
 void StagingSink::TouchSlot(int k, int w) {

@@ -10,11 +10,16 @@
 //
 // Pinning, in waves. The ring is laid out slot-major: wave k is slot k of
 // every worker, one contiguous part of the ring, pinned with one
-// cudaHostRegister. Each worker touches (first-writes) its own slot of a
-// wave, in parallel with the others: slot 0 as soon as its thread starts
-// (PinEarly, at loader creation), the others when first taken. The thread
-// whose touch completes a wave registers it. A worker's first copy out of
-// a slot waits for its wave; a worker that finds a wave's slots untouched
+// cudaHostRegister. Each worker touches (first-writes) its own slot of
+// every wave, in parallel with the others, as soon as its thread starts
+// (PinEarly, at loader creation). The thread whose touch completes a wave
+// registers it, so both registrations happen while the caller opens the
+// checkpoint and the first reads begin, not in the middle of the first
+// load (session 9, call D: with wave 1 registered during the first load,
+// that load's transfer took 5.5-10 ms longer than the later calls'; with
+// every wave registered at creation, 2 ms or less;
+// bench/results/2026-12-03-h200-session9/README.md). A worker's first copy out
+// of a slot waits for its wave; a worker that finds a wave's slots untouched
 // touches them itself, so no wave waits on a worker with nothing to do.
 // Why: on the H200 (bench/results/2026-12-03-h200-session8/pin_probe.log)
 // one registration of 128 MiB took 5.3-6.9 ms where 32 of 4 MiB took
@@ -69,8 +74,8 @@ class StagingSink final : public Sink {
 
   uint64_t slot_bytes() const override { return slot_bytes_; }
   Status BeginWorker(int worker) override;
-  // Touches worker W's slot of wave 0 now, on W's thread (before its first
-  // load), registering the wave if that completes it.
+  // Touches worker W's slot of every wave now, on W's thread (before its
+  // first load), registering each wave that this completes.
   void PinEarly(int w);
   StatusOr<SinkSlot> AcquireSlot(int worker, const ReadChunk& c,
                                  CompletionTracker& done) override;
