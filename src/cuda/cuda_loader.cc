@@ -16,7 +16,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -80,9 +79,6 @@ class CudaTarget final : public LoadTarget {
   HostRegisterSupport host_register_;
   std::vector<cudaStream_t> streams_;
   std::optional<ThreadPool> pool_;
-  // Set once every worker thread exists: their first writes of the ring
-  // wait for it (see Init).
-  std::atomic<bool> threads_made_{false};
   std::optional<StagingSink> staging_;
   std::optional<HostRegisterSink> host_register_sink_;
   std::optional<GdsSink> gds_;
@@ -133,15 +129,7 @@ Status CudaTarget::Init() {
   // Each worker first-writes its slot of every wave as soon as its thread
   // starts, while the caller goes on (allocation, opening the files, the
   // plan); the last one to write a wave registers it.
-  // The writes wait until every thread exists: on the H200 16 threads
-  // faulting in fresh memory slowed the creation of the rest from 0.5-1.1
-  // to 2.2-2.4 ms (session 9 call E), all of it inside the first call.
-  pool_.emplace(config_.threads, [this](int w) {
-    threads_made_.wait(false, std::memory_order_acquire);
-    staging_->PinEarly(w);
-  });
-  threads_made_.store(true, std::memory_order_release);
-  threads_made_.notify_all();
+  pool_.emplace(config_.threads, [this](int w) { staging_->PinEarly(w); });
   const double t_pool = SecondsSince(t_init);
   char buf[256];
   std::snprintf(
