@@ -10,7 +10,8 @@ taking the tensors, making torch tensors, the report), per call.
 
 Call 0 is load_checkpoint itself (what tp_bench.py times, a first call);
 calls 1.. repeat it step by step with the loader pooled by call 0. GB/s is
-delivered bytes over wall time; the CUDA context is made before any clock.
+delivered bytes over wall time; the CUDA context is made before any clock,
+and the weightlift package is byte-compiled before it too.
 """
 
 import argparse
@@ -46,7 +47,11 @@ def main():
     torch.empty(1, device=args.device)
     sync = (lambda: torch.cuda.synchronize(args.device)) if cuda else (
         lambda: None)
+    import compileall
     import weightlift
+    # Byte-compiled first, as an installed package is (and as tp_bench.py
+    # does), so that call 0 does not compile the TP modules it imports.
+    compileall.compile_dir(os.path.dirname(weightlift.__file__), quiet=1)
     tag = f"n={args.n} r={args.r} {opts or 'defaults'}"
 
     sync()
