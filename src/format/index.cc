@@ -1,6 +1,9 @@
 #include "format/index.h"
 
+#include <string>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "format/json_reader.h"
 #include "weightlift/format_error.h"
@@ -8,9 +11,194 @@
 namespace weightlift::internal {
 namespace {
 
+using Json = nlohmann::json;
+
 Status Corrupt(FormatError rule, std::string_view label, std::string msg) {
   return Status::Corruption(rule, std::string(label) + ": " + std::move(msg));
 }
+
+// The index straight from nlohmann's SAX events into ParsedIndex, without a
+// DOM: weight_map entries go into the map as they are read (in key order
+// they are appended, as writers sort them), so an index of 100,000 entries
+// is one pass and one map instead of a DOM, a key set per object and a
+// copy. The rules are ParseStrictJson's (duplicate keys anywhere, depth) and
+// ParseIndex's; a semantic error is recorded and the parse goes on, so that
+// syntax errors and duplicates take precedence as they did with the DOM.
+class IndexReader {
+ public:
+  IndexReader(ParsedIndex* out, JsonError* error) : out_(out), error_(error) {}
+
+  // The first semantic error, by precedence (see Result).
+  enum Problem { kNone, kEntry, kMetadata, kRoot };
+
+  bool null() { return Scalar(Json(nullptr)); }
+  bool boolean(bool v) { return Scalar(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return Scalar(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return Scalar(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) {
+    return Scalar(Json(v));
+  }
+  bool string(Json::string_t& v) {
+    if (!stack_.empty() && stack_.back().kind == kMap) {
+      const std::string& tensor = entry_->first;
+      if (!IsSafeShardName(v)) {
+        Note(kEntry, FormatError::kIndexUnsafePath,
+             "weight_map[\"" + tensor + "\"] names shard \"" + v +
+                 "\": shard names must be relative paths without '..' "
+                 "components, control characters, '%', '?', '#' or '\\'");
+      }
+      entry_->second = std::move(v);
+      return true;
+    }
+    return Scalar(Json(std::move(v)));
+  }
+  bool binary(Json::binary_t&) { return Fail("binary values are not JSON"); }
+
+  bool start_object(std::size_t) { return Open(true); }
+  bool start_array(std::size_t) { return Open(false); }
+  bool end_object() { return Close(); }
+  bool end_array() { return Close(); }
+
+  bool key(Json::string_t& k) {
+    Frame& top = stack_.back();
+    if (top.kind == kMap) {
+      if (k.empty()) {
+        Note(kEntry, FormatError::kIndexBadEntry,
+             "weight_map has an empty tensor name");
+      }
+      auto& map = out_->weight_map;
+      const size_t before = map.size();
+      // Appended in O(1) when keys come sorted, as writers emit them.
+      entry_ = map.empty() || map.rbegin()->first < k
+                   ? map.emplace_hint(map.end(), std::move(k), std::string())
+                   : map.try_emplace(std::move(k)).first;
+      if (map.size() == before) return Duplicate(entry_->first);
+      return true;
+    }
+    if (!top.keys.insert(k).second) return Duplicate(k);
+    key_ = std::move(k);
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& ex) {
+    RecordParseError(position, ex, error_);
+    return false;
+  }
+
+  // After a clean parse: the first problem by precedence, as ParseIndex
+  // reported them when it checked a DOM (root, metadata, weight_map, its
+  // entries).
+  Problem problem() const { return problem_; }
+  FormatError rule() const { return rule_; }
+  const std::string& message() const { return message_; }
+  bool saw_map() const { return saw_map_; }
+
+ private:
+  enum Kind { kRootObject, kMap, kObject, kArray };
+  struct Frame {
+    Kind kind;
+    std::string name;                      // the key it is the value of
+    std::unordered_set<std::string> keys;  // kRootObject and kObject
+  };
+
+  // Where a value at the top of the stack sits: the root, a top-level key,
+  // a weight_map entry, or anywhere else.
+  bool AtRoot() const { return stack_.empty(); }
+  bool InRootObject() const {
+    return stack_.size() == 1 && stack_.back().kind == kRootObject;
+  }
+  bool InMap() const { return !stack_.empty() && stack_.back().kind == kMap; }
+
+  // A value that is not a string where one was due, or a container: VALUE
+  // is its preview.
+  bool Scalar(const Json& value) {
+    Misplaced(JsonPreview(value));
+    return true;
+  }
+  void Misplaced(const std::string& preview) {
+    if (AtRoot()) {
+      Note(kRoot, FormatError::kIndexBadJson,
+           "index must be a JSON object, got " + preview);
+    } else if (InRootObject() && key_ == "metadata") {
+      Note(kMetadata, FormatError::kIndexBadJson,
+           "\"metadata\" must be an object, got " + preview);
+    } else if (InMap()) {
+      Note(kEntry, FormatError::kIndexBadEntry,
+           "weight_map[\"" + entry_->first +
+               "\"] must be a file name string, got " + preview);
+    }
+  }
+
+  bool Open(bool object) {
+    if (static_cast<int>(stack_.size()) >= kMaxJsonDepth) {
+      return Fail("JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                  " levels");
+    }
+    Kind kind = object ? kObject : kArray;
+    std::string name;
+    if (AtRoot() && object) {
+      kind = kRootObject;
+    } else if (InRootObject()) {
+      name = key_;
+      if (key_ == "weight_map" && object) {
+        kind = kMap;
+        saw_map_ = true;
+      } else if (key_ != "metadata" || !object) {
+        Misplaced(object ? "{...}" : "[...]");
+      }
+    } else {
+      if (!stack_.empty()) {
+        name = stack_.back().kind == kArray ? stack_.back().name
+               : InMap()                    ? entry_->first
+                                            : key_;
+      }
+      Misplaced(object ? "{...}" : "[...]");
+    }
+    stack_.push_back(Frame{kind, std::move(name), {}});
+    return true;
+  }
+
+  bool Close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  bool Duplicate(const std::string& k) {
+    error_->rule = FormatError::kDuplicateKey;
+    const std::string where =
+        stack_.size() <= 1 ? std::string("the top-level object")
+                           : "the value of \"" + stack_.back().name + "\"";
+    error_->message = "duplicate key \"" + k + "\" in " + where +
+                      " (a strict reader rejects what the reference would "
+                      "silently overwrite)";
+    return false;
+  }
+
+  bool Fail(std::string m) {
+    error_->rule = FormatError::kHeaderBadJson;
+    error_->message = std::move(m);
+    return false;
+  }
+
+  // Keeps the problem of highest precedence; the first of equal ones.
+  void Note(Problem p, FormatError rule, std::string message) {
+    if (p <= problem_) return;
+    problem_ = p;
+    rule_ = rule;
+    message_ = std::move(message);
+  }
+
+  ParsedIndex* out_;
+  JsonError* error_;
+  std::vector<Frame> stack_;
+  std::string key_;  // the latest key of a non-weight_map object
+  std::map<std::string, std::string>::iterator entry_;  // its latest entry
+  bool saw_map_ = false;
+  Problem problem_ = kNone;
+  FormatError rule_ = FormatError::kNone;
+  std::string message_;
+};
 
 }  // namespace
 
@@ -52,47 +240,26 @@ StatusOr<ParsedIndex> ParseIndex(std::span<const std::byte> bytes,
   JsonError jerr;
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()),
                               bytes.size());
-  nlohmann::json root = ParseStrictJson(text, kMaxJsonDepth, &jerr);
-  if (jerr.rule == FormatError::kDuplicateKey) {
-    return Corrupt(jerr.rule, label, jerr.message);
+  ParsedIndex index;
+  IndexReader reader(&index, &jerr);
+  if (!SaxParseStrict(text, &reader, &jerr)) {
+    return Corrupt(jerr.rule == FormatError::kDuplicateKey
+                       ? FormatError::kDuplicateKey
+                       : FormatError::kIndexBadJson,
+                   label, jerr.message);
   }
-  if (jerr.rule != FormatError::kNone) {
-    return Corrupt(FormatError::kIndexBadJson, label, jerr.message);
+  // Precedence as when these were checked on a DOM: the root, "metadata",
+  // "weight_map" itself, then its entries.
+  using P = IndexReader::Problem;
+  if (reader.problem() == P::kRoot || reader.problem() == P::kMetadata) {
+    return Corrupt(reader.rule(), label, reader.message());
   }
-  if (!root.is_object()) {
-    return Corrupt(FormatError::kIndexBadJson, label,
-                   "index must be a JSON object, got " + JsonPreview(root));
-  }
-  if (root.contains("metadata") && !root["metadata"].is_object()) {
-    return Corrupt(
-        FormatError::kIndexBadJson, label,
-        "\"metadata\" must be an object, got " + JsonPreview(root["metadata"]));
-  }
-  if (!root.contains("weight_map") || !root["weight_map"].is_object()) {
+  if (!reader.saw_map()) {
     return Corrupt(FormatError::kIndexNoWeightMap, label,
                    "index has no \"weight_map\" object");
   }
-  ParsedIndex index;
-  for (const auto& [tensor, shard] : root["weight_map"].items()) {
-    if (tensor.empty()) {
-      return Corrupt(FormatError::kIndexBadEntry, label,
-                     "weight_map has an empty tensor name");
-    }
-    if (!shard.is_string()) {
-      return Corrupt(FormatError::kIndexBadEntry, label,
-                     "weight_map[\"" + tensor +
-                         "\"] must be a file name string, got " +
-                         JsonPreview(shard));
-    }
-    std::string name = shard.get<std::string>();
-    if (!IsSafeShardName(name)) {
-      return Corrupt(FormatError::kIndexUnsafePath, label,
-                     "weight_map[\"" + tensor + "\"] names shard \"" + name +
-                         "\": shard names must be relative paths without "
-                         "'..' components, control characters, '%', '?', "
-                         "'#' or '\\'");
-    }
-    index.weight_map.emplace(tensor, std::move(name));
+  if (reader.problem() == P::kEntry) {
+    return Corrupt(reader.rule(), label, reader.message());
   }
   if (index.weight_map.empty()) {
     // Loading it would succeed with nothing loaded: a truncated or

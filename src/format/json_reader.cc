@@ -45,14 +45,9 @@ class StrictDomBuilder {
   bool start_array(std::size_t) { return Open(Json::array()); }
   bool end_array() { return Close(); }
 
-  bool parse_error(std::size_t position, const std::string& last_token,
+  bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& ex) {
-    if (error_->rule == FormatError::kNone) {
-      error_->rule = FormatError::kHeaderBadJson;
-      // ex.what() already carries nlohmann's position and reason.
-      error_->message = "invalid JSON near byte " + std::to_string(position) +
-                        ": " + ex.what();
-    }
+    RecordParseError(position, ex, error_);
     return false;
   }
 
@@ -170,16 +165,13 @@ bool IsValidUtf8(std::span<const std::byte> bytes, size_t* bad_offset) {
   return true;
 }
 
-nlohmann::json ParseStrictJson(std::string_view text, int max_depth,
-                               JsonError* error) {
-  *error = JsonError{};
-  Json root;
+bool CheckStrictJsonText(std::string_view text, JsonError* error) {
   if (text.size() >= 3 && static_cast<uint8_t>(text[0]) == 0xEF &&
       static_cast<uint8_t>(text[1]) == 0xBB &&
       static_cast<uint8_t>(text[2]) == 0xBF) {
     error->rule = FormatError::kHeaderBadJson;
     error->message = "JSON starts with a UTF-8 byte-order mark";
-    return Json();
+    return false;
   }
   // nlohmann's lexer takes a NUL byte for the end of input and would ignore
   // whatever follows it; a raw NUL is never valid JSON anyway.
@@ -187,19 +179,25 @@ nlohmann::json ParseStrictJson(std::string_view text, int max_depth,
     error->rule = FormatError::kHeaderBadJson;
     error->message = "NUL byte at byte " + std::to_string(nul) +
                      " (raw NUL is not valid JSON)";
-    return Json();
+    return false;
   }
+  return true;
+}
+
+void RecordParseError(std::size_t position,
+                      const nlohmann::detail::exception& ex, JsonError* error) {
+  if (error->rule != FormatError::kNone) return;
+  error->rule = FormatError::kHeaderBadJson;
+  // ex.what() already carries nlohmann's position and reason.
+  error->message =
+      "invalid JSON near byte " + std::to_string(position) + ": " + ex.what();
+}
+
+nlohmann::json ParseStrictJson(std::string_view text, int max_depth,
+                               JsonError* error) {
+  Json root;
   StrictDomBuilder builder(&root, max_depth, error);
-  const bool ok = Json::sax_parse(text.begin(), text.end(), &builder,
-                                  Json::input_format_t::json,
-                                  /*strict=*/true, /*ignore_comments=*/false);
-  if (!ok || error->rule != FormatError::kNone) {
-    if (error->rule == FormatError::kNone) {
-      error->rule = FormatError::kHeaderBadJson;
-      error->message = "invalid JSON";
-    }
-    return Json();
-  }
+  if (!SaxParseStrict(text, &builder, error)) return Json();
   return root;
 }
 

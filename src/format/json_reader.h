@@ -35,6 +35,34 @@ bool IsValidUtf8(std::span<const std::byte> bytes, size_t* bad_offset);
 nlohmann::json ParseStrictJson(std::string_view text, int max_depth,
                                JsonError* error);
 
+// What ParseStrictJson checks before parsing: no UTF-8 byte-order mark and
+// no NUL byte. False with ERROR set (kHeaderBadJson) otherwise.
+bool CheckStrictJsonText(std::string_view text, JsonError* error);
+
+// Records nlohmann's syntax error at POSITION in ERROR (kHeaderBadJson),
+// unless an error is recorded already: the SAX handlers' parse_error.
+void RecordParseError(std::size_t position,
+                      const nlohmann::detail::exception& ex, JsonError* error);
+
+// Runs nlohmann's iterative SAX parser over TEXT with HANDLER, after
+// CheckStrictJsonText, in strict mode (one value, then only whitespace). For
+// readers that build their own result instead of a DOM (the index). The
+// handler records its own errors in ERROR (its parse_error should call
+// RecordParseError). True when the parse succeeded and ERROR is empty.
+template <class Handler>
+bool SaxParseStrict(std::string_view text, Handler* handler, JsonError* error) {
+  *error = JsonError{};
+  if (!CheckStrictJsonText(text, error)) return false;
+  const bool ok = nlohmann::json::sax_parse(
+      text.begin(), text.end(), handler, nlohmann::json::input_format_t::json,
+      /*strict=*/true, /*ignore_comments=*/false);
+  if (!ok && error->rule == FormatError::kNone) {
+    error->rule = FormatError::kHeaderBadJson;
+    error->message = "invalid JSON";
+  }
+  return ok && error->rule == FormatError::kNone;
+}
+
 // A short, printable rendering of a JSON value for error messages.
 std::string JsonPreview(const nlohmann::json& value);
 
