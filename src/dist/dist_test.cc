@@ -16,6 +16,7 @@
 
 #include "dist/group_exec.h"
 #include "dist/nccl_lib.h"
+#include "dist/tensor_sample.h"
 #include "dist/thread_group.h"
 #include "format/synth.h"
 #include "format/testing/tensor_info.h"
@@ -285,11 +286,11 @@ TEST(NcclCommunicator, ARankThatNeverJoinsTimesOutTheInit) {
 
 struct SynthDir {
   std::string path;
-  SynthDir() {
+  explicit SynthDir(uint64_t seed = 7) {
     std::string tmpl =
         (std::filesystem::temp_directory_path() / "wl_dist_XXXXXX").string();
     path = mkdtemp(tmpl.data());
-    EXPECT_TRUE(Synthesize("tiny", 2, path, 7).ok());
+    EXPECT_TRUE(Synthesize("tiny", 2, path, seed).ok());
   }
   ~SynthDir() { std::filesystem::remove_all(path); }
 };
@@ -317,9 +318,11 @@ struct RankResult {
   LoadResult result;
 };
 
+// Rank r loads CKPTS[r] (each rank its own copy, as on separate hosts).
 std::vector<RankResult> RunGroupLoad(
-    const Checkpoint& ckpt, int n,
+    const std::vector<const Checkpoint*>& ckpts,
     const std::function<GroupLoadRequest(int)>& request) {
+  const int n = static_cast<int>(ckpts.size());
   ThreadGroup group(n, milliseconds(30000));
   std::vector<RankResult> out(static_cast<size_t>(n));
   std::vector<std::thread> threads;
@@ -335,7 +338,8 @@ std::vector<RankResult> RunGroupLoad(
         mine.status = loader.status();
         return;
       }
-      auto got = LoadWithGroup(**loader, ckpt, group.rank(r), request(r));
+      auto got = LoadWithGroup(**loader, *ckpts[static_cast<size_t>(r)],
+                               group.rank(r), request(r));
       if (got.ok()) {
         mine.result = std::move(*got);
       } else {
@@ -345,6 +349,12 @@ std::vector<RankResult> RunGroupLoad(
   }
   for (auto& t : threads) t.join();
   return out;
+}
+
+std::vector<RankResult> RunGroupLoad(
+    const Checkpoint& ckpt, int n,
+    const std::function<GroupLoadRequest(int)>& request) {
+  return RunGroupLoad(std::vector<const Checkpoint*>(n, &ckpt), request);
 }
 
 TEST(LoadWithGroup, FullModeEveryRankGetsEveryTensorReadingAShare) {
@@ -465,6 +475,83 @@ TEST(LoadWithGroup, RanksThatDisagreeFailTogetherBeforeDataMoves) {
             std::string::npos)
       << bad[0].status.ToString();
   EXPECT_NE(bad[1].status.message().find("tp_rank=5"), std::string::npos);
+}
+
+// Two checkpoints of one layout with different weights (synthesized from
+// two seeds, as two fine-tunes of one model): the layout fingerprint alone
+// cannot tell them apart, the sample of tensor bytes can. The sample is the
+// same for the same bytes, different for other bytes, and empty for a
+// checkpoint built by hand (no files to read).
+TEST(TensorSample, SameLayoutOtherWeightsDiffer) {
+  SynthDir a(7), b(8), c(7);
+  auto ca = Checkpoint::Open(a.path);
+  auto cb = Checkpoint::Open(b.path);
+  auto cc = Checkpoint::Open(c.path);
+  ASSERT_TRUE(ca.ok() && cb.ok() && cc.ok());
+  ASSERT_EQ(ca->tensors().size(), cb->tensors().size());
+  for (size_t i = 0; i < ca->tensors().size(); ++i) {
+    ASSERT_EQ(ca->tensors()[i].offset, cb->tensors()[i].offset);
+  }
+  auto sa = internal::SampleTensorBytes(*ca, ca->tensors());
+  auto sb = internal::SampleTensorBytes(*cb, cb->tensors());
+  auto sc = internal::SampleTensorBytes(*cc, cc->tensors());
+  ASSERT_TRUE(sa.ok() && sb.ok() && sc.ok()) << sa.status().ToString();
+  const size_t sampled = std::min<size_t>(ca->tensors().size(), 64);
+  EXPECT_EQ(sa->size(), sampled * 16);
+  EXPECT_EQ(*sa, *sc);
+  EXPECT_NE(*sa, *sb);
+  // The bytes are the tensors' own: the first sampled tensor's middle.
+  const TensorInfo& t0 = ca->tensors()[0];
+  const std::vector<uint8_t> file = FileBytes(ca->files()[t0.file].path);
+  const uint64_t at =
+      t0.offset + (t0.size - std::min<uint64_t>(16, t0.size)) / 2;
+  EXPECT_EQ(0, std::memcmp(sa->data(), file.data() + at,
+                           std::min<uint64_t>(16, t0.size)));
+  Checkpoint by_hand(ca->files(), ca->tensors());
+  auto empty = internal::SampleTensorBytes(by_hand, by_hand.tensors());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+// Ranks that opened checkpoints of one layout but different weights fail
+// together before any data moves, in both modes, naming both fingerprints.
+TEST(LoadWithGroup, RanksWithOtherWeightsOfOneLayoutDisagree) {
+  SynthDir a(7), b(8);
+  auto ca = Checkpoint::Open(a.path);
+  auto cb = Checkpoint::Open(b.path);
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  for (bool tensor_parallel : {false, true}) {
+    SCOPED_TRACE(tensor_parallel ? "tensor parallel" : "full");
+    auto results = RunGroupLoad({&*ca, &*cb}, [&](int r) {
+      GroupLoadRequest req;
+      req.tensor_parallel = tensor_parallel;
+      req.tp.rank = r;
+      req.tp.size = 2;
+      return req;
+    });
+    for (const RankResult& rr : results) {
+      ASSERT_FALSE(rr.status.ok());
+      EXPECT_EQ(rr.status.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(rr.status.message().find("ranks disagree"), std::string::npos)
+          << rr.status.ToString();
+      EXPECT_NE(rr.status.message().find("a sample of the tensors' bytes"),
+                std::string::npos)
+          << rr.status.ToString();
+    }
+  }
+  // The same weights in two copies agree and load.
+  SynthDir a2(7);
+  auto ca2 = Checkpoint::Open(a2.path);
+  ASSERT_TRUE(ca2.ok());
+  auto same = RunGroupLoad({&*ca, &*ca2}, [](int r) {
+    GroupLoadRequest req;
+    req.tp.rank = r;
+    req.tp.size = 2;
+    return req;
+  });
+  for (const RankResult& rr : same) {
+    EXPECT_TRUE(rr.status.ok()) << rr.status.ToString();
+  }
 }
 
 // A subset by name, tensors handed out batch by batch (small batches),

@@ -16,6 +16,7 @@
 #include "dist/group_exec.h"
 #include "dist/group_memory.h"
 #include "dist/part_reads.h"
+#include "dist/tensor_sample.h"
 #include "plan/group_plan.h"
 #include "weightlift/group.h"
 
@@ -80,8 +81,9 @@ Status Exchange(GroupTransport& group, const Device& device, const Status& mine,
     }
     return Status::InvalidArgument(
         "group load: ranks disagree on the plan or the checkpoint "
-        "(fingerprint of mode, tp_size, tp_plan and every tensor's name, "
-        "dtype, shape, file, offset and size): " +
+        "(fingerprint of mode, tp_size, tp_plan, every tensor's name, "
+        "dtype, shape, file, offset and size, and a sample of the tensors' "
+        "bytes): " +
         what_differs);
   }
   return Status::OK();
@@ -220,11 +222,23 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     tp.size = n;
     tp.rank = r;
   }
+  // A sample of the tensors' bytes (read through WHOLE's open files):
+  // ranks whose checkpoints share a layout but not their weights disagree.
+  std::string sample;
+  if (local.ok()) {
+    StatusOr<std::string> s = internal::SampleTensorBytes(whole, tensors);
+    if (s.ok()) {
+      sample = std::move(*s);
+    } else {
+      local = s.status();
+    }
+  }
   WL_RETURN_IF_ERROR(AgreeOnGroupLoad(
       group, device, local,
-      local.ok() ? internal::GroupFingerprint(tensors, ckpt.files(),
-                                              request.tensor_parallel, tp)
-                 : std::string()));
+      local.ok()
+          ? internal::GroupFingerprint(tensors, ckpt.files(),
+                                       request.tensor_parallel, tp, sample)
+          : std::string()));
 
   internal::GroupPlanOptions popts;
   popts.allgather_min_bytes = request.allgather_min_bytes;

@@ -145,7 +145,8 @@ GroupPlan PlanShardedGroup(std::span<const TensorInfo> tensors,
 
 std::string GroupFingerprint(std::span<const TensorInfo> tensors,
                              std::span<const FileInfo> files, bool sharded,
-                             const TensorParallel& tp) {
+                             const TensorParallel& tp,
+                             std::string_view content) {
   Fnv a{0xcbf29ce484222325ull};
   Fnv b{0x84222325cbf29ce4ull};
   auto both = [&](auto&& fn) {
@@ -153,7 +154,7 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
     fn(b);
   };
   both([&](Fnv& f) {
-    f.Str("weightlift-group-v1");
+    f.Str("weightlift-group-v2");  // v2: with the content sample
     f.U64(sharded ? 1 : 0);
     f.U64(static_cast<uint64_t>(tp.size));
     f.U64(tp.plan.size());
@@ -173,6 +174,7 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
       f.U64(t.offset);
       f.U64(t.size);
     }
+    f.Str(content);
   });
   static const char kHex[] = "0123456789abcdef";
   std::string out;

@@ -146,7 +146,7 @@ TEST(GroupPlan, ShardedModeKeepsSplitTensorsLocal) {
   EXPECT_EQ(sum, replicated);  // each replicated byte read once in the group
 }
 
-TEST(GroupFingerprint, ChangesWithPlanAndCheckpointNotRank) {
+TEST(GroupFingerprint, ChangesWithPlanCheckpointAndContentNotRank) {
   std::vector<TensorInfo> ts = {Tensor("a", {4, 4}, DType::kBF16, 100),
                                 Tensor("b", {4}, DType::kBF16, 132)};
   std::vector<FileInfo> files(1);
@@ -154,27 +154,31 @@ TEST(GroupFingerprint, ChangesWithPlanAndCheckpointNotRank) {
   TensorParallel tp;
   tp.size = 2;
   tp.plan = {{"a", ShardStyle::kColwise}};
-  const std::string base = GroupFingerprint(ts, files, true, tp);
+  const std::string kSample = "0123456789abcdef";  // a tensor's 16 bytes
+  const std::string base = GroupFingerprint(ts, files, true, tp, kSample);
   EXPECT_EQ(base.size(), 32u);
   TensorParallel other_rank = tp;
   other_rank.rank = 1;
-  EXPECT_EQ(GroupFingerprint(ts, files, true, other_rank), base);
-  EXPECT_NE(GroupFingerprint(ts, files, false, tp), base);
+  EXPECT_EQ(GroupFingerprint(ts, files, true, other_rank, kSample), base);
+  EXPECT_NE(GroupFingerprint(ts, files, false, tp, kSample), base);
   TensorParallel other_plan = tp;
   other_plan.plan[0].style = ShardStyle::kRowwise;
-  EXPECT_NE(GroupFingerprint(ts, files, true, other_plan), base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, other_plan, kSample), base);
   TensorParallel other_size = tp;
   other_size.size = 4;
-  EXPECT_NE(GroupFingerprint(ts, files, true, other_size), base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, other_size, kSample), base);
   auto moved = ts;
   moved[1].offset += 2;
-  EXPECT_NE(GroupFingerprint(moved, files, true, tp), base);
+  EXPECT_NE(GroupFingerprint(moved, files, true, tp, kSample), base);
   auto reshaped = ts;
   reshaped[0].shape = {2, 8};
-  EXPECT_NE(GroupFingerprint(reshaped, files, true, tp), base);
+  EXPECT_NE(GroupFingerprint(reshaped, files, true, tp, kSample), base);
   auto files2 = files;
   files2[0].size = 141;
-  EXPECT_NE(GroupFingerprint(ts, files2, true, tp), base);
+  EXPECT_NE(GroupFingerprint(ts, files2, true, tp, kSample), base);
+  // Same layout, other weights: the content sample differs.
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, "0123456789abcdeF"), base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, ""), base);
 }
 
 }  // namespace

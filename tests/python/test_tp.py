@@ -392,6 +392,13 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
         assert d["type"] == "InvalidArgumentError", d
         assert "ranks disagree on the plan or the checkpoint" in d["error"]
         assert "ranks [0]" in d["error"] and "ranks [1]" in d["error"]
+        for key in ("other_weights", "other_weights_iter"):
+            d = r[key]
+            assert d is not None, (key, "other weights were loaded")
+            assert d["type"] == "InvalidArgumentError", (key, d)
+            assert "ranks disagree on the plan or the checkpoint" in \
+                d["error"], (key, d)
+            assert "a sample of the tensors' bytes" in d["error"], (key, d)
     assert "tp_rank=5" in r1["bad_rank"]["error"]
     assert "rank 1 could not start the load" in r0["bad_rank"]["error"]
     assert "tp_rank=5" in r0["bad_rank"]["error"]

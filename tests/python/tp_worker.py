@@ -61,6 +61,25 @@ def failure(fn):
     return None
 
 
+def other_weights():
+    """A copy of CKPT with every tensor byte inverted and the headers (so
+    the layout) unchanged, in OUT_DIR."""
+    import shutil
+    import struct
+    out = os.path.join(OUT_DIR, "other_weights")
+    shutil.copytree(CKPT, out, dirs_exist_ok=True)
+    for name in os.listdir(out):
+        if not name.endswith(".safetensors"):
+            continue
+        with open(os.path.join(out, name), "r+b") as f:
+            data = bytearray(f.read())
+            start = 8 + struct.unpack("<Q", bytes(data[:8]))[0]
+            data[start:] = bytes(b ^ 0xFF for b in data[start:])
+            f.seek(0)
+            f.write(data)
+    return out
+
+
 def run_failures(result):
     pg = dist.group.WORLD
     # Ranks disagree on the plan: both fail before any data moves.
@@ -69,6 +88,14 @@ def run_failures(result):
         plan["lm_head.weight"] = "rowwise"
     result["disagree"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, tp_plan=plan, process_group=pg, group_timeout=20))
+    # Rank 1 has other weights in the same layout (every data byte changed,
+    # headers as they were: a fine-tune of the same model): both fail
+    # before any data moves, through load_checkpoint and iter_tensors.
+    path = other_weights() if RANK == 1 else CKPT
+    result["other_weights"] = failure(lambda: weightlift.load_checkpoint(
+        path, tp_plan=TEST_PLAN, process_group=pg, group_timeout=20))
+    result["other_weights_iter"] = failure(lambda: list(weightlift.iter_tensors(
+        path, process_group=pg, group_timeout=20)))
     # Rank 1 asks for a rank that is not its own: every rank fails.
     kw = {"tp_rank": 5} if RANK == 1 else {}
     result["bad_rank"] = failure(lambda: weightlift.load_checkpoint(
