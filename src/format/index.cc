@@ -1,11 +1,14 @@
 #include "format/index.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "format/json_reader.h"
+#include "format/plain_json.h"
 #include "weightlift/format_error.h"
 
 namespace weightlift::internal {
@@ -202,6 +205,62 @@ class IndexReader {
 
 }  // namespace
 
+std::optional<ParsedIndex> ParseIndexFast(std::string_view text) {
+  PlainJson in(text);
+  ParsedIndex out;
+  bool metadata = false, weight_map = false;
+  if (!in.Take('{')) return std::nullopt;
+  do {
+    std::string_view key;
+    if (!in.String(&key) || !in.Take(':')) return std::nullopt;
+    if (key == "metadata" && !metadata) {
+      metadata = true;
+      std::vector<std::string_view> keys;
+      if (!in.Take('{')) return std::nullopt;
+      if (!in.Take('}')) {
+        do {
+          std::string_view k, v;
+          uint64_t n;
+          if (!in.String(&k) || !in.Take(':') ||
+              (!in.String(&v) && !in.Unsigned(&n))) {
+            return std::nullopt;
+          }
+          if (std::find(keys.begin(), keys.end(), k) != keys.end() ||
+              keys.size() >= 64) {
+            return std::nullopt;
+          }
+          keys.push_back(k);
+        } while (in.Take(','));
+        if (!in.Take('}')) return std::nullopt;
+      }
+    } else if (key == "weight_map" && !weight_map) {
+      weight_map = true;
+      auto& map = out.weight_map;
+      if (!in.Take('{')) return std::nullopt;
+      do {
+        std::string_view tensor, shard;
+        if (!in.String(&tensor) || !in.Take(':') || !in.String(&shard) ||
+            tensor.empty() || !IsSafeShardName(shard)) {
+          return std::nullopt;
+        }
+        const size_t before = map.size();
+        // Appended in O(1) when keys come sorted, as writers emit them.
+        if (map.empty() || map.rbegin()->first < tensor) {
+          map.emplace_hint(map.end(), tensor, shard);
+        } else {
+          map.try_emplace(std::string(tensor), shard);
+        }
+        if (map.size() == before) return std::nullopt;  // a repeated key
+      } while (in.Take(','));
+      if (!in.Take('}')) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+  } while (in.Take(','));
+  if (!in.Take('}') || !in.AtEnd() || !weight_map) return std::nullopt;
+  return out;
+}
+
 bool IsSafeShardName(std::string_view name) {
   if (name.empty() || name.front() == '/') return false;
   for (const char c : name) {
@@ -237,9 +296,10 @@ StatusOr<ParsedIndex> ParseIndex(std::span<const std::byte> bytes,
     return Corrupt(FormatError::kIndexBadJson, label,
                    "index is not valid UTF-8 at byte " + std::to_string(bad));
   }
-  JsonError jerr;
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()),
                               bytes.size());
+  if (std::optional<ParsedIndex> fast = ParseIndexFast(text)) return *fast;
+  JsonError jerr;
   ParsedIndex index;
   IndexReader reader(&index, &jerr);
   if (!SaxParseStrict(text, &reader, &jerr)) {

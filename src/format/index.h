@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,16 @@ struct ParsedIndex {
 // kIndexTooLarge. LABEL names the file in messages.
 StatusOr<ParsedIndex> ParseIndex(std::span<const std::byte> bytes,
                                  std::string_view label);
+
+// The fast path ParseIndex takes first: the index as writers write it, in
+// one pass, without a parser's events. An object of "metadata" (an object of
+// plain strings and integers) and "weight_map" (plain strings to safe shard
+// names), each at most once, nothing else, no escapes. At anything outside
+// that, or anything the rules refuse, it declines (nullopt) and the strict
+// reader decides and names the error; what it accepts, the strict reader
+// accepts with the same weight_map (index_test.cc holds the two to that on
+// mutated indexes). TEXT must be valid UTF-8 (checked before).
+std::optional<ParsedIndex> ParseIndexFast(std::string_view text);
 
 // True when NAME is a relative path with no ".." component, not empty, with
 // no control character and none of '%', '?', '#', '\\' (characters that

@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -128,6 +130,64 @@ TEST(IndexReader, MatchesTheDomRulesOnMutatedIndexes) {
   // Mutations must exercise refusals and acceptances both.
   EXPECT_GT(refused, 1000);
   EXPECT_LT(refused, 6000);
+}
+
+// The fast path takes what writers write (here HF's layout: indented,
+// sorted, total_size, several shards) and declines the rest; wherever it
+// accepts a mutated index, the strict reader accepts it with the same map.
+TEST(IndexReader, FastPathTakesWriterOutputAndAgreesWhereItAccepts) {
+  std::string hf =
+      "{\n  \"metadata\": {\n    \"total_size\": 13476839424\n"
+      "  },\n  \"weight_map\": {\n";
+  for (int i = 0; i < 300; ++i) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "    \"model.layers.%03d.weight\": "
+                  "\"model-%05d-of-00002.safetensors\"%s\n",
+                  i, 1 + i / 150, i + 1 < 300 ? "," : "");
+    hf += line;
+  }
+  hf += "  }\n}\n";
+  std::optional<internal::ParsedIndex> fast = internal::ParseIndexFast(hf);
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_EQ(fast->weight_map.size(), 300u);
+  EXPECT_EQ(fast->weight_map, Dom(hf).weight_map);
+  // Declined, left to the strict reader: extra keys, escapes, floats,
+  // nested metadata, unsafe or empty names, repeats, nothing in the map.
+  for (const char* text :
+       {R"({"weight_map": {"a": "s"}, "extra": 1})",
+        R"({"weight_map": {"a\u0041": "s"}})",
+        R"({"metadata": {"x": 1.5}, "weight_map": {"a": "s"}})",
+        R"({"metadata": {"x": {}}, "weight_map": {"a": "s"}})",
+        R"({"weight_map": {"a": "../s"}})", R"({"weight_map": {"": "s"}})",
+        R"({"weight_map": {"a": "s", "a": "s"}})", R"({"weight_map": {}})",
+        R"({"metadata": {"k": "1", "k": "2"}, "weight_map": {"a": "s"}})"}) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(internal::ParseIndexFast(text).has_value());
+  }
+  // Mutations of a small one: where the fast path still accepts, the
+  // strict reader must agree.
+  const std::string small =
+      "{\"metadata\": {\"total_size\": 1234, \"format\": \"pt\"},\n"
+      " \"weight_map\": {\"a.weight\": \"m-1.safetensors\", \"b\": "
+      "\"sub/m-2.safetensors\", \"c.bias\": \"m-1.safetensors\"}}";
+  ASSERT_TRUE(internal::ParseIndexFast(small).has_value());
+  std::mt19937 rng(7);
+  int accepted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string m = small;
+    const size_t at = rng() % m.size();
+    static constexpr char kAlphabet[] = "{}[]\":,\\ 0a./\x01";
+    m[at] = kAlphabet[rng() % (sizeof kAlphabet - 1)];
+    std::optional<internal::ParsedIndex> f = internal::ParseIndexFast(m);
+    if (!f) continue;
+    ++accepted;
+    SCOPED_TRACE(m);
+    const Outcome dom = Dom(m);
+    ASSERT_EQ(dom.rule, FormatError::kNone);
+    ASSERT_EQ(f->weight_map, dom.weight_map);
+  }
+  EXPECT_GT(accepted, 100);  // mutations inside names and whitespace
 }
 
 // Keys in any order give the same map; a repeated key is refused whether it
