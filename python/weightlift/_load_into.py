@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 from . import _core, _dtypes, _tp
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, WeightliftError
 from ._options import device_string
 from ._targets import MAX_LISTED as _MAX_LISTED
 from ._targets import describe_ckpt as _describe_ckpt
@@ -78,6 +78,25 @@ def _mark_modified(tensors) -> None:
                 bump(t)
             else:
                 t.view(-1)[:0].zero_()
+
+
+def _say_what_was_written(e: WeightliftError, per_device, written,
+                          failed: str) -> None:
+    """Adds to E's message what the failed load left in the caller's
+    tensors: they are not rolled back, so a caller must know which ones may
+    hold a mix of old and new bytes."""
+    count = {dev: len(dests) for dev, dests in per_device.items()}
+    untouched = [d for d in per_device if d not in written and d != failed]
+    parts = [f"the {count[failed]} target tensor(s) on {failed} may be "
+             f"partly written"]
+    if written:
+        parts.append(f"the {sum(count[d] for d in written)} on "
+                     f"{', '.join(written)} were written in full")
+    if untouched:
+        parts.append(f"the {sum(count[d] for d in untouched)} on "
+                     f"{', '.join(untouched)} were not touched")
+    e.message = f"{e.message} (load_into: {'; '.join(parts)})"
+    e.args = (e.message,)
 
 
 def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
@@ -164,6 +183,7 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
                 f"{sorted(per_device)}", code="InvalidArgument")
 
     reports = []
+    written: List[str] = []  # devices whose targets were all loaded
     try:
         for dev, dests in per_device.items():
             if dev.startswith("cuda"):
@@ -172,9 +192,14 @@ def load_into(target: Any, checkpoint: Any, *, strict: bool = True,
                 # kernels) must finish before the loader's streams write.
                 torch.cuda.synchronize(dev)
             total = sum(s for _, _, s in dests)
-            with _core.pooled_loader(dict(options, device=dev)) as loader:
-                job = loader.start_load_into(ckpt, dests, targets)
-                reports.append(_core.wait(job, progress, total))
+            try:
+                with _core.pooled_loader(dict(options, device=dev)) as loader:
+                    job = loader.start_load_into(ckpt, dests, targets)
+                    reports.append(_core.wait(job, progress, total))
+            except WeightliftError as e:
+                _say_what_was_written(e, per_device, written, dev)
+                raise
+            written.append(dev)
     finally:
         # Written behind autograd's back (raw bytes): as for an in-place
         # copy_, a backward through a graph that saved these tensors must

@@ -177,6 +177,28 @@ def test_a_load_into_that_raises_has_stopped_writing(tmp_path, monkeypatch):
     assert len(written) == len(t), f"{len(written)} of {len(t)} written"
 
 
+def test_a_load_into_that_fails_midway_says_what_it_left_written(tmp_path):
+    """The file shrinks after the checkpoint was opened: the load fails
+    with the read's error, and the message says that the caller's tensors
+    may be partly written (they are not rolled back). Tensors before the
+    cut hold the new bytes, the last one does not."""
+    import os
+    t = {f"w{i:02d}": torch.full((1 << 18,), float(i + 1)) for i in range(8)}
+    path = str(tmp_path / "shrinks.safetensors")
+    safetensors.torch.save_file(t, path)
+    ckpt = weightlift._core.open_checkpoint(path)
+    os.truncate(path, os.path.getsize(path) - (1 << 20))
+    targets = {k: torch.zeros_like(v) for k, v in t.items()}
+    with pytest.raises(weightlift.WeightliftIOError) as got:
+        weightlift.load_into(targets, ckpt, threads=1, backend="pread")
+    msg = str(got.value)
+    assert "shrinks.safetensors" in msg, msg
+    assert "load_into: the 8 target tensor(s) on cpu may be partly " \
+        "written" in msg, msg
+    assert got.value.message == msg
+    assert not torch.equal(targets["w07"], t["w07"])
+
+
 def test_load_into_counts_as_an_in_place_write_for_autograd(tmp_path):
     """A weight saved for backward and then overwritten by load_into: the
     backward refuses, as after an in-place copy_ (safetensors' load_model
