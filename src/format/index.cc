@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -20,6 +21,17 @@ Status Corrupt(FormatError rule, std::string_view label, std::string msg) {
   return Status::Corruption(rule, std::string(label) + ": " + std::move(msg));
 }
 
+// Adds TENSOR to MAP with an empty shard name, in O(1) when keys come
+// sorted, as writers emit them: (where, whether it was new).
+std::pair<std::map<std::string, std::string>::iterator, bool> AddTensor(
+    std::map<std::string, std::string>& map, std::string tensor) {
+  const size_t before = map.size();
+  auto at = map.empty() || map.rbegin()->first < tensor
+                ? map.emplace_hint(map.end(), std::move(tensor), std::string())
+                : map.try_emplace(std::move(tensor)).first;
+  return {at, map.size() != before};
+}
+
 // The index straight from nlohmann's SAX events into ParsedIndex, without a
 // DOM: weight_map entries go into the map as they are read (in key order
 // they are appended, as writers sort them), so an index of 100,000 entries
@@ -31,7 +43,7 @@ class IndexReader {
  public:
   IndexReader(ParsedIndex* out, JsonError* error) : out_(out), error_(error) {}
 
-  // The first semantic error, by precedence (see Result).
+  // The first semantic error, by precedence (see ParseIndex).
   enum Problem { kNone, kEntry, kMetadata, kRoot };
 
   bool null() { return Scalar(Json(nullptr)); }
@@ -55,7 +67,9 @@ class IndexReader {
     }
     return Scalar(Json(std::move(v)));
   }
-  bool binary(Json::binary_t&) { return Fail("binary values are not JSON"); }
+  bool binary(Json::binary_t&) {
+    return RecordBadJson("binary values are not JSON", error_);
+  }
 
   bool start_object(std::size_t) { return Open(true); }
   bool start_array(std::size_t) { return Open(false); }
@@ -69,14 +83,9 @@ class IndexReader {
         Note(kEntry, FormatError::kIndexBadEntry,
              "weight_map has an empty tensor name");
       }
-      auto& map = out_->weight_map;
-      const size_t before = map.size();
-      // Appended in O(1) when keys come sorted, as writers emit them.
-      entry_ = map.empty() || map.rbegin()->first < k
-                   ? map.emplace_hint(map.end(), std::move(k), std::string())
-                   : map.try_emplace(std::move(k)).first;
-      if (map.size() == before) return Duplicate(entry_->first);
-      return true;
+      bool added = false;
+      std::tie(entry_, added) = AddTensor(out_->weight_map, std::move(k));
+      return added || Duplicate(entry_->first);
     }
     if (!top.keys.insert(k).second) return Duplicate(k);
     key_ = std::move(k);
@@ -135,8 +144,7 @@ class IndexReader {
 
   bool Open(bool object) {
     if (static_cast<int>(stack_.size()) >= kMaxJsonDepth) {
-      return Fail("JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                  " levels");
+      return RecordTooDeep(kMaxJsonDepth, error_);
     }
     Kind kind = object ? kObject : kArray;
     std::string name;
@@ -168,20 +176,8 @@ class IndexReader {
   }
 
   bool Duplicate(const std::string& k) {
-    error_->rule = FormatError::kDuplicateKey;
-    const std::string where =
-        stack_.size() <= 1 ? std::string("the top-level object")
-                           : "the value of \"" + stack_.back().name + "\"";
-    error_->message = "duplicate key \"" + k + "\" in " + where +
-                      " (a strict reader rejects what the reference would "
-                      "silently overwrite)";
-    return false;
-  }
-
-  bool Fail(std::string m) {
-    error_->rule = FormatError::kHeaderBadJson;
-    error_->message = std::move(m);
-    return false;
+    return RecordDuplicateKey(
+        k, stack_.size() <= 1 ? nullptr : &stack_.back().name, error_);
   }
 
   // Keeps the problem of highest precedence; the first of equal ones.
@@ -243,14 +239,9 @@ std::optional<ParsedIndex> ParseIndexFast(std::string_view text) {
             tensor.empty() || !IsSafeShardName(shard)) {
           return std::nullopt;
         }
-        const size_t before = map.size();
-        // Appended in O(1) when keys come sorted, as writers emit them.
-        if (map.empty() || map.rbegin()->first < tensor) {
-          map.emplace_hint(map.end(), tensor, shard);
-        } else {
-          map.try_emplace(std::string(tensor), shard);
-        }
-        if (map.size() == before) return std::nullopt;  // a repeated key
+        auto [at, added] = AddTensor(map, std::string(tensor));
+        if (!added) return std::nullopt;  // a repeated key
+        at->second = shard;
       } while (in.Take(','));
       if (!in.Take('}')) return std::nullopt;
     } else {

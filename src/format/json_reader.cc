@@ -32,11 +32,8 @@ class StrictDomBuilder {
   bool key(Json::string_t& k) {
     Json* obj = stack_.back();
     if (obj->contains(k)) {
-      error_->rule = FormatError::kDuplicateKey;
-      error_->message = "duplicate key \"" + k + "\" in " + Where() +
-                        " (a strict reader rejects what the reference "
-                        "would silently overwrite)";
-      return false;
+      return RecordDuplicateKey(
+          k, names_.size() <= 1 ? nullptr : &names_.back(), error_);
     }
     pending_key_ = std::move(k);
     return true;
@@ -52,17 +49,7 @@ class StrictDomBuilder {
   }
 
  private:
-  bool Fail(std::string m) {
-    error_->rule = FormatError::kHeaderBadJson;
-    error_->message = std::move(m);
-    return false;
-  }
-
-  // Description of the innermost open container for messages.
-  std::string Where() const {
-    if (names_.size() <= 1) return "the top-level object";
-    return "the value of \"" + names_.back() + "\"";
-  }
+  bool Fail(std::string m) { return RecordBadJson(std::move(m), error_); }
 
   // Stores V in the innermost container (or as the root); returns where.
   Json* Insert(Json v) {
@@ -87,8 +74,7 @@ class StrictDomBuilder {
 
   bool Open(Json container) {
     if (static_cast<int>(stack_.size()) >= max_depth_) {
-      return Fail("JSON nested deeper than " + std::to_string(max_depth_) +
-                  " levels");
+      return RecordTooDeep(max_depth_, error_);
     }
     std::string name = !stack_.empty() && stack_.back()->is_object()
                            ? pending_key_
@@ -191,6 +177,30 @@ void RecordParseError(std::size_t position,
   // ex.what() already carries nlohmann's position and reason.
   error->message =
       "invalid JSON near byte " + std::to_string(position) + ": " + ex.what();
+}
+
+bool RecordDuplicateKey(const std::string& key, const std::string* container,
+                        JsonError* error) {
+  error->rule = FormatError::kDuplicateKey;
+  error->message =
+      "duplicate key \"" + key + "\" in " +
+      (container == nullptr ? std::string("the top-level object")
+                            : "the value of \"" + *container + "\"") +
+      " (a strict reader rejects what the reference would "
+      "silently overwrite)";
+  return false;
+}
+
+bool RecordBadJson(std::string message, JsonError* error) {
+  error->rule = FormatError::kHeaderBadJson;
+  error->message = std::move(message);
+  return false;
+}
+
+bool RecordTooDeep(int max_depth, JsonError* error) {
+  return RecordBadJson(
+      "JSON nested deeper than " + std::to_string(max_depth) + " levels",
+      error);
 }
 
 nlohmann::json ParseStrictJson(std::string_view text, int max_depth,

@@ -44,6 +44,16 @@ bool CheckStrictJsonText(std::string_view text, JsonError* error);
 void RecordParseError(std::size_t position,
                       const nlohmann::detail::exception& ex, JsonError* error);
 
+// The errors a strict SAX handler records itself, in one wording for every
+// reader (the DOM builder, the index); each returns false, for the handler
+// to return. KEY repeated in the object that is the value of CONTAINER (null:
+// the top-level object); anything else that is not JSON the strict reader
+// takes (kHeaderBadJson); containers nested deeper than MAX_DEPTH.
+bool RecordDuplicateKey(const std::string& key, const std::string* container,
+                        JsonError* error);
+bool RecordBadJson(std::string message, JsonError* error);
+bool RecordTooDeep(int max_depth, JsonError* error);
+
 // Runs nlohmann's iterative SAX parser over TEXT with HANDLER, after
 // CheckStrictJsonText, in strict mode (one value, then only whitespace). For
 // readers that build their own result instead of a DOM (the index). The
