@@ -27,7 +27,6 @@
 #include <tuple>
 #include <vector>
 
-#include "dist/tensor_sample.h"
 #include "module_common.h"
 #include "plan/group_plan.h"
 #include "weightlift/checkpoint.h"
@@ -236,44 +235,18 @@ nb::dict GroupPlanDict(const std::vector<TensorTuple>& tensors, int size,
   return d;
 }
 
-// SampleTensorBytes over CKPT's tensors NAMES (in that order): bytes, or
-// {"error": (code, message)}. The GIL is released for the reads.
-nb::object SampleBytes(const PyCheckpoint& ckpt,
-                       const std::vector<std::string>& names) {
-  std::vector<TensorInfo> tensors;
-  tensors.reserve(names.size());
-  for (const std::string& name : names) {
-    const TensorInfo* t = ckpt.ckpt->Find(name);
-    if (t == nullptr) {
-      return ErrorDict(
-          Status::NotFound("tensor '" + name + "' is not in the checkpoint"));
-    }
-    tensors.push_back(*t);
-  }
-  StatusOr<std::string> sample = std::string();
-  {
-    nb::gil_scoped_release nogil;
-    sample = internal::SampleTensorBytes(*ckpt.ckpt, tensors);
-  }
-  if (!sample.ok()) return ErrorDict(sample.status());
-  return nb::bytes(sample->data(), sample->size());
-}
-
 nb::object Fingerprint(const std::vector<TensorTuple>& tensors,
                        const std::vector<uint64_t>& file_sizes, bool sharded,
-                       int size, const PlanPairs& plan,
-                       const nb::bytes& content) {
+                       int size, const PlanPairs& plan) {
   auto infos = ToInfos(tensors);
   if (!infos.ok()) return ErrorDict(infos.status());
   auto tp = ToTp(0, size < 1 ? 1 : size, plan);
   if (!tp.ok()) return ErrorDict(tp.status());
   std::vector<FileInfo> files(file_sizes.size());
   for (size_t i = 0; i < files.size(); ++i) files[i].size = file_sizes[i];
-  return nb::str(internal::GroupFingerprint(
-                     *infos, files, sharded, *tp,
-                     std::string_view(static_cast<const char*>(content.data()),
-                                      content.size()))
-                     .c_str());
+  // No content sample: the stream's windows compare theirs in LoadWithGroup.
+  return nb::str(
+      internal::GroupFingerprint(*infos, files, sharded, *tp, {}).c_str());
 }
 
 // AgreeOnGroupLoad over TRANSPORT (a Python GroupTransport) on DEVICE:
@@ -310,8 +283,7 @@ void BindTensorParallel(nb::module_& m) {
   m.def("group_agree", &GroupAgree, "transport"_a, "device"_a, "fingerprint"_a,
         "error"_a.none());
   m.def("group_fingerprint", &Fingerprint, "tensors"_a, "file_sizes"_a,
-        "sharded"_a, "size"_a, "plan"_a, "content"_a);
-  m.def("sample_tensor_bytes", &SampleBytes, "checkpoint"_a, "names"_a);
+        "sharded"_a, "size"_a, "plan"_a);
 }
 
 }  // namespace weightlift::python

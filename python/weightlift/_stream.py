@@ -226,15 +226,12 @@ class TensorStream:
                     f"tensors on {self._device} (gloo for cpu, NCCL for "
                     f"cuda)")
             else:
-                # A sample of the tensors' bytes: ranks whose checkpoints
-                # share a layout but not their weights must disagree.
-                sample = _native.sample_tensor_bytes(
-                    self._ckpt, [t[0] for t in infos])
-                if isinstance(sample, dict):
-                    _tp_common.raise_error(sample["error"])
+                # The layout here; each window's LoadWithGroup agrees again,
+                # on its tensors' layout and a sample of their bytes, before
+                # its data moves.
                 fingerprint = _native.group_fingerprint(
                     infos, [f["size"] for f in self._ckpt.files()],
-                    bool(self._plan), g.size(), self._plan, sample)
+                    bool(self._plan), g.size(), self._plan)
                 if isinstance(fingerprint, dict):
                     _tp_common.raise_error(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -18,6 +19,9 @@
 #include "dist/nccl_lib.h"
 #include "dist/tensor_sample.h"
 #include "dist/thread_group.h"
+#include "env/env.h"
+#include "env/fault_file.h"
+#include "format/held_files.h"
 #include "format/synth.h"
 #include "format/testing/tensor_info.h"
 #include "weightlift/group.h"
@@ -511,6 +515,61 @@ TEST(TensorSample, SameLayoutOtherWeightsDiffer) {
   auto empty = internal::SampleTensorBytes(by_hand, by_hand.tensors());
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
+}
+
+// Files whose every read waits 2 ms (a remote store's round trip): the
+// sample starts helpers once the first read proved slow, so reads overlap,
+// and its bytes are the same as from plain local files.
+class SlowEnv final : public internal::Env {
+ public:
+  StatusOr<std::unique_ptr<internal::File>> OpenForRead(
+      const std::string& location, Backend backend,
+      const internal::IoOptions& options) override {
+    auto f = base_->OpenForRead(location, backend, options);
+    if (!f.ok()) return f.status();
+    internal::FileFaults faults;
+    faults.before_read = [this](uint64_t) {
+      const int now = ++reading_;
+      int seen = most_.load();
+      while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      --reading_;
+    };
+    return std::unique_ptr<internal::File>(
+        new internal::FaultInjectingFile(std::move(*f), faults));
+  }
+  StatusOr<internal::FileStat> Stat(const std::string& location) override {
+    return base_->Stat(location);
+  }
+  StatusOr<std::vector<std::string>> ListDirectory(
+      const std::string& location) override {
+    return base_->ListDirectory(location);
+  }
+  StatusOr<std::unique_ptr<internal::WritableFile>> OpenForWrite(
+      const std::string& location) override {
+    return base_->OpenForWrite(location);
+  }
+  int most_concurrent() const { return most_.load(); }
+
+ private:
+  internal::Env* base_ = internal::Env::Default();
+  std::atomic<int> reading_{0}, most_{0};
+};
+
+TEST(TensorSample, SlowReadsOverlapAndGiveTheSameBytes) {
+  SynthDir dir;
+  SlowEnv env;
+  auto slow = internal::OpenCheckpoint(env, dir.path);
+  auto local = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(slow.ok() && local.ok()) << slow.status().ToString();
+  const int before = env.most_concurrent();  // the headers' reads
+  auto a = internal::SampleTensorBytes(*slow, slow->tensors());
+  auto b = internal::SampleTensorBytes(*local, local->tensors());
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString();
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(before, 1);
+  EXPECT_GT(env.most_concurrent(), 1) << "slow reads were not overlapped";
 }
 
 // Ranks that opened checkpoints of one layout but different weights fail

@@ -25,9 +25,10 @@ inline constexpr uint64_t kSampleBytes = 16;
 
 // The sampled bytes of TENSORS (tensors of HOLDER or of a selection of it:
 // TensorInfo::file indexes HOLDER's files), concatenated, read through the
-// files HOLDER holds open, up to 8 reads at once (a remote checkpoint pays
-// round trips, not bandwidth). Empty tensors add nothing. A checkpoint built
-// by hand (no held files) gives an empty sample. IoError naming the file and
+// files HOLDER holds open: one after another, or up to 8 at once when the
+// first read took longer than a local one (a remote checkpoint pays round
+// trips, not bandwidth). Empty tensors add nothing. A checkpoint built by
+// hand (no held files) gives an empty sample. IoError naming the file and
 // tensor when a read fails.
 StatusOr<std::string> SampleTensorBytes(const Checkpoint& holder,
                                         std::span<const TensorInfo> tensors);
