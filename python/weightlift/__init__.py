@@ -116,12 +116,14 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         return out
     from . import _load_torch
     if _load_torch.applies(dev, np):
-        # The checkpoint opens while the loader is made (first call) and its
-        # workers start pinning their staging.
-        ckpt, open_s = _load_torch.open_beside_loader(
-            path, dict(options, device=dev))
+        # The checkpoint opens, and its device memory is taken, while the
+        # loader is made (first call) and its workers start pinning their
+        # staging.
+        ckpt, open_s, prepared = _load_torch.open_beside_loader(
+            path, dict(options, device=dev), device=dev)
         items, report = _load_torch.load(ckpt, dev, options, progress,
-                                         t_start=t0, open_s=open_s)
+                                         t_start=t0, open_s=open_s,
+                                         prepared=prepared)
         out = StateDict(items)
         out.report = report
         return out

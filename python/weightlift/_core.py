@@ -107,6 +107,12 @@ def has_idle_loader(options: Dict[str, Any]) -> bool:
         return bool(_idle.get(key))
 
 
+def validate_options(options: Dict[str, Any]) -> None:
+    """Raises what making a loader would raise for OPTIONS' names and values
+    (not for the device), without making one: no threads, no memory."""
+    _native.check_options(normalize(options))
+
+
 def check_options(options: Dict[str, Any]) -> None:
     """Raises what a load with OPTIONS would raise for them (unknown name,
     bad value, unusable device) without loading: a loader is made (or

@@ -118,16 +118,32 @@ def _allocate(rows, dev: str):
     return _views(layout, base), base, dests, total
 
 
-def open_beside_loader(path: Any, options: Dict[str, Any]):
+class Prepared:
+    """The layout and the device block of a whole-checkpoint load, made
+    beside the loader's setup (open_beside_loader). SECONDS: their time not
+    spent beside the setup; TOOK: their whole time."""
+
+    __slots__ = ("layout", "base", "total", "seconds", "took")
+
+    def __init__(self, layout, base, total, seconds, took):
+        self.layout, self.base, self.total = layout, base, total
+        self.seconds, self.took = seconds, took
+
+
+def open_beside_loader(path: Any, options: Dict[str, Any],
+                       device: Optional[str] = None):
     """(checkpoint of PATH, seconds of its open NOT spent beside the
-    loader's setup). When no loader for OPTIONS is pooled, one is made on
-    another thread meanwhile: both release the GIL, so a first call pays for
-    the longer of the two, not for both, and the report's phases (setup,
-    then the rest of the open) still add up. An error in OPTIONS is raised
-    before one of PATH, as load_file does."""
+    loader's setup, Prepared or None). When no loader for OPTIONS is pooled,
+    one is made on another thread meanwhile: both release the GIL, so a
+    first call pays for the longer of the two, not for both, and the
+    report's phases (setup, then the rest of the open and allocation) still
+    add up. With DEVICE, the layout and torch's block for every tensor are
+    made beside the setup too, once the options passed the checks a loader
+    makes of them, so a bad option still takes no memory. An error in
+    OPTIONS is raised before one of PATH, as load_file does."""
     t = time.perf_counter()
     if _core.has_idle_loader(options):
-        return _core.open_checkpoint(path), time.perf_counter() - t
+        return _core.open_checkpoint(path), time.perf_counter() - t, None
     import threading
 
     failed: List[BaseException] = []
@@ -142,27 +158,41 @@ def open_beside_loader(path: Any, options: Dict[str, Any]):
 
     maker = threading.Thread(target=make, name="weightlift-loader-setup")
     maker.start()
+    prepared = None
     try:
         ckpt = _core.open_checkpoint(path)
         opened = time.perf_counter()
+        if device is not None:
+            _core.validate_options(options)  # no memory for bad options
+            import torch
+            layout, total = _layout(ckpt.tensors())
+            base = _block(total, torch.device(device))
+            prepared = Prepared(layout, base, total, 0.0,
+                                time.perf_counter() - opened)
     finally:
         maker.join()
         if failed:
             raise failed[0]
-    return ckpt, max(0.0, opened - made[0])
+    if prepared is not None:
+        done = opened + prepared.took
+        prepared.seconds = max(0.0, done - max(opened, made[0]))
+    return ckpt, max(0.0, opened - made[0]), prepared
 
 
 def load(ckpt, dev: str, options: Dict[str, Any], progress: bool,
          names: Optional[List[str]] = None, t_start: Optional[float] = None,
-         open_s: Optional[float] = None):
+         open_s: Optional[float] = None,
+         prepared: Optional[Prepared] = None):
     """Loads every tensor of CKPT (or NAMES, in checkpoint order) to DEV.
 
     Returns ([(name, tensor)], LoadReport). The report's seconds cover the
     whole call from T_START (the caller's entry, default now); its
     open_seconds include OPEN_S (the caller's open of CKPT; default: from
     T_START on), its alloc_seconds the layout and the block from torch's
-    allocator. The tensor views are made while the loader's threads read
-    and copy, so they cost the call nothing but a core's share."""
+    allocator (PREPARED: made beside the loader's setup, for every tensor of
+    CKPT; only its time beyond the setup counts). The tensor views are made
+    while the loader's threads read and copy, so they cost the call nothing
+    but a core's share."""
     import torch
 
     t0 = time.perf_counter() if t_start is None else t_start
@@ -176,12 +206,19 @@ def load(ckpt, dev: str, options: Dict[str, Any], progress: bool,
         t_alloc = time.perf_counter()
         if open_s is None:
             open_s = t_alloc - t0
-        layout, total = _layout(rows)
-        base = _block(total, torch.device(dev))
+        if prepared is not None and not names:
+            layout, base, total = prepared.layout, prepared.base, prepared.total
+            prepared.base = None  # the views and the job hold it from here
+        else:
+            prepared = None
+            layout, total = _layout(rows)
+            base = _block(total, torch.device(dev))
         ptr = base.data_ptr()
         dests = [(name, ptr + off, size) for name, _, _, off, size in layout
                  if size]
         alloc_s = time.perf_counter() - t_alloc
+        if prepared is not None:
+            alloc_s += prepared.seconds
         if not dests:  # every tensor is empty: nothing to read
             return _views(layout, base), _core._empty_report(loader,
                                                              len(layout))
@@ -198,10 +235,13 @@ def load(ckpt, dev: str, options: Dict[str, Any], progress: bool,
     report.seconds = time.perf_counter() - t0
     report.gb_per_s = (report.bytes / report.seconds / 1e9
                        if report.seconds else 0.0)
+    beside = ("" if prepared is None else
+              f" beyond the loader's setup (made beside it, "
+              f"{prepared.took * 1e3:.1f} ms in all)")
     report.notes.append(
         f"python: checkpoint open {open_s * 1e3:.1f} ms (beyond the "
         f"loader's setup), layout + device memory from torch's caching "
-        f"allocator {alloc_s * 1e3:.1f} ms, {len(out)} tensor views "
+        f"allocator {alloc_s * 1e3:.1f} ms{beside}, {len(out)} tensor views "
         f"{views_s * 1e3:.1f} ms while the loader ran; seconds cover the "
         f"whole call")
     _core.set_last_report(report)

@@ -42,10 +42,11 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
     if _load_torch.applies(options["device"], False):
         # Options before the file, as safetensors; the file opens while the
         # loader is made (a first call).
-        ckpt, open_s = _load_torch.open_beside_loader(filename, options)
+        ckpt, open_s, prepared = _load_torch.open_beside_loader(
+            filename, options, device=options["device"])
         return dict(_load_torch.load(ckpt, options["device"], options,
-                                     progress, t_start=t0,
-                                     open_s=open_s)[0])
+                                     progress, t_start=t0, open_s=open_s,
+                                     prepared=prepared)[0])
     _core.check_options(options)  # before the file, as safetensors does
     ckpt = _core.open_checkpoint(filename)
     _dtypes.check_framework_types(ckpt.tensors(), numpy=False)

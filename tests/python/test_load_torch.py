@@ -113,14 +113,46 @@ def test_open_beside_loader_makes_the_loader_meanwhile(every_dtype):
     opts = {"device": "cpu", "threads": 3}  # options no other test pools
     _core.release_cached_loaders()
     assert not _core.has_idle_loader(opts)
-    ckpt, open_s = _load_torch.open_beside_loader(every_dtype, opts)
+    ckpt, open_s, prepared = _load_torch.open_beside_loader(every_dtype, opts)
+    assert prepared is None  # no device given: nothing allocated
     assert open_s >= 0  # the part of the open not beside the setup
     assert [t[0] for t in ckpt.tensors()] == \
         [t[0] for t in _core.open_checkpoint(every_dtype).tensors()]
     assert _core.has_idle_loader(opts)  # made on the other thread, pooled
     # With a loader pooled, no thread: the same checkpoint.
-    again, _ = _load_torch.open_beside_loader(every_dtype, opts)
+    again, _, _ = _load_torch.open_beside_loader(every_dtype, opts)
     assert len(again) == len(ckpt)
+
+
+def test_open_beside_loader_allocates_beside_the_setup(every_dtype,
+                                                       monkeypatch):
+    """With a device, the layout and the block for every tensor are made
+    while the loader is made (a first call); only their time beyond the
+    setup is the report's. A bad option value (checked in C++) is raised
+    before any memory is taken, and a pooled loader (a later call) takes
+    none ahead either."""
+    opts = {"device": "cpu", "threads": 5}  # options no other test pools
+    _core.release_cached_loaders()
+    ckpt, _, prepared = _load_torch.open_beside_loader(every_dtype, opts,
+                                                       device="cpu")
+    layout, total = _load_torch._layout(ckpt.tensors())
+    assert prepared is not None
+    assert prepared.total == total and prepared.base.numel() == total
+    assert [r[0] for r in prepared.layout] == [r[0] for r in layout]
+    assert 0 <= prepared.seconds <= prepared.took
+    # A later call: a loader is pooled, nothing is made ahead.
+    _, _, later = _load_torch.open_beside_loader(every_dtype, opts,
+                                                 device="cpu")
+    assert later is None
+    taken = []
+    real_block = _load_torch._block
+    monkeypatch.setattr(_load_torch, "_block",
+                        lambda *a: taken.append(a) or real_block(*a))
+    with pytest.raises(weightlift.InvalidArgumentError, match="threads"):
+        _load_torch.open_beside_loader(every_dtype,
+                                       {"device": "cpu", "threads": -1},
+                                       device="cpu")
+    assert taken == []
 
 
 def test_open_beside_loader_errors(tmp_path):
