@@ -68,8 +68,12 @@ def main():
           f"{rep.seconds * 1e3:.1f} ms, transfer "
           f"{rep.transfer_seconds * 1e3:.1f} ms", flush=True)
     del sd
+    for note in rep.notes:
+        if note.startswith("python:") or note.startswith("setup"):
+            print("    call 0:", note)
 
-    from weightlift import _core, _dtypes, _native, _tp
+    from weightlift import _core, _dtypes, _load_torch, _native, _tp
+    into_block = _load_torch.applies(args.device, False)
     for call in range(1, args.calls):
         sync()
         a = time.perf_counter()
@@ -81,29 +85,44 @@ def main():
         requests, info = _native.tp_requests(ckpt, req.rank, req.size,
                                              req.plan)
         d = time.perf_counter()
+        base = (_load_torch._block(info["device_bytes"],
+                                   torch.device(args.device))
+                if into_block else None)
+        e = time.perf_counter()
         with _core.pooled_loader(dict(opts, device=args.device)) as loader:
-            e = time.perf_counter()
-            job = loader.start_load_tp(ckpt, requests)
             f = time.perf_counter()
-            report = _core.wait(job, False, info["bytes"])
-            g = time.perf_counter()
-            items = job.take_tensors(False)
-        h = time.perf_counter()
-        out = [(name, _dtypes.to_torch(dt, shape, data, args.device, name))
-               for name, dt, shape, data in items]
-        i = time.perf_counter()
+            if into_block:  # what load_checkpoint does on a CUDA device
+                job = loader.start_load_tp_into(ckpt, requests,
+                                                base.data_ptr(), base)
+                g = time.perf_counter()
+                out = _load_torch._views(info["layout"], base)
+                h = time.perf_counter()
+                report = _core.wait(job, False, info["bytes"])
+                i = time.perf_counter()
+            else:
+                job = loader.start_load_tp(ckpt, requests)
+                g = time.perf_counter()
+                report = _core.wait(job, False, info["bytes"])
+                h = time.perf_counter()
+                out = [(name, _dtypes.to_torch(dt, shape, data, args.device,
+                                               name))
+                       for name, dt, shape, data in job.take_tensors(False)]
+                i = time.perf_counter()
         _tp.make_report(args.device, [report], info["tensors"], nb, 0, i - c,
                         0.0, [])
         j = time.perf_counter()
         sync()
         k = time.perf_counter()
+        steps = (f"block {ms(d, e)}, loader {ms(e, f)}, start_load_tp_into "
+                 f"{ms(f, g)}, views {ms(g, h)} (beside the load), wait "
+                 f"{ms(h, i)}" if into_block else
+                 f"loader {ms(e, f)}, start_load_tp {ms(f, g)}, wait "
+                 f"{ms(g, h)}, take_tensors + to_torch {ms(h, i)}")
         print(f"{tag} call {call}: wall {ms(a, k)} ms, "
               f"{nb / (k - a) / 1e9:.2f} GB/s; take_tp {ms(a, b)}, "
-              f"open_checkpoint {ms(b, c)}, tp_requests {ms(c, d)}, loader "
-              f"{ms(d, e)}, start_load_tp {ms(e, f)}, wait {ms(f, g)}, "
-              f"take_tensors {ms(g, h)}, to_torch {ms(h, i)}, make_report "
-              f"{ms(i, j)}, sync {ms(j, k)} | C++ report: seconds "
-              f"{report.seconds * 1e3:.1f} (setup "
+              f"open_checkpoint {ms(b, c)}, tp_requests {ms(c, d)}, {steps}, "
+              f"make_report {ms(i, j)}, sync {ms(j, k)} | C++ report: "
+              f"seconds {report.seconds * 1e3:.1f} (setup "
               f"{report.setup_seconds * 1e3:.1f}, open "
               f"{report.open_seconds * 1e3:.1f}, alloc "
               f"{report.alloc_seconds * 1e3:.1f}, transfer "
@@ -115,7 +134,7 @@ def main():
                 print("    ", note)
             for fr in report.files:
                 print("    file:", fr.as_dict())
-        del out, items
+        del out, base
 
 
 if __name__ == "__main__":

@@ -90,9 +90,10 @@ struct JobState {
   std::atomic<uint64_t> progress_total{0};
 };
 
-// What a Job runs: Load(names), LoadInto(dests) or LoadSlices(requests);
+// What a Job runs: Load(names), LoadInto(dests), LoadSlices(requests) or
+// LoadSlicesInto(requests, dests);
 // a group load (LoadWithGroup) is a kCustom job's function.
-enum class JobKind { kLoad, kLoadInto, kLoadSlices, kCustom };
+enum class JobKind { kLoad, kLoadInto, kLoadSlices, kLoadSlicesInto, kCustom };
 
 // A load as a function of its callbacks and state (kCustom).
 using LoadFunction =
@@ -133,6 +134,8 @@ class Job {
       LoadReport report;
       if (kind == JobKind::kLoadInto) {
         status = loader->LoadInto(*ckpt, dests, &report, cb);
+      } else if (kind == JobKind::kLoadSlicesInto) {
+        status = loader->LoadSlicesInto(*ckpt, requests, dests, &report, cb);
       } else {
         StatusOr<LoadResult> r = kind == JobKind::kCustom ? run(cb, *st)
                                  : kind == JobKind::kLoadSlices
@@ -319,25 +322,57 @@ Job* StartLoadSlices(
 // object per tensor on the way (a Llama-2-7B rank's ~2 ms in Python).
 struct PyTpRequests {
   std::vector<TensorRequest> requests;
+  // Where each request's part lands in one block of device_bytes (the
+  // loader's own device layout: request order, 256-byte aligned), for
+  // start_load_tp_into.
+  std::vector<uint64_t> offsets;
+  std::vector<uint64_t> sizes;
+  uint64_t device_bytes = 0;
 };
 
+constexpr uint64_t kBlockAlign = 256;
+
 // (TpRequests, {"split_bytes", "replicated_bytes", "warnings", "bytes",
-// "tensors"}) for RANK of SIZE under PLAN [(pattern, word)]; raises the
-// shard rule's InvalidArgument (bad rank, size or word).
+// "tensors", "layout", "device_bytes"}) for RANK of SIZE under PLAN
+// [(pattern, word)]; raises the shard rule's InvalidArgument (bad rank,
+// size or word). "layout": [(name, dtype, shape, offset, size)] per request,
+// the part's shape at OFFSET in a block of "device_bytes", as
+// weightlift._load_torch lays out whole tensors.
 nb::tuple TpRequests(
     const PyCheckpoint& ckpt, int rank, int size,
     const std::vector<std::tuple<std::string, std::string>>& plan) {
   TensorParallel tp = ValueOrRaise(ParseTensorParallel(rank, size, plan));
-  ShardedTensors sharded = ValueOrRaise(ShardTensors(ckpt.ckpt->tensors(), tp));
-  PyTpRequests r{ShardRequests(ckpt.ckpt->tensors(), sharded)};
+  const std::span<const TensorInfo> tensors = ckpt.ckpt->tensors();
+  ShardedTensors sharded = ValueOrRaise(ShardTensors(tensors, tp));
+  PyTpRequests r;
+  r.requests = ShardRequests(tensors, sharded);
+  r.offsets.reserve(sharded.shards.size());
+  r.sizes.reserve(sharded.shards.size());
   uint64_t bytes = 0;
-  for (const TensorShard& s : sharded.shards) bytes += s.bytes;
+  nb::list layout;
+  for (const TensorShard& s : sharded.shards) {
+    const TensorInfo& t = tensors[s.tensor];
+    // Parts are at most their tensor's bytes, so no sum can wrap.
+    const uint64_t off =
+        (r.device_bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
+    r.offsets.push_back(off);
+    r.sizes.push_back(s.bytes);
+    r.device_bytes = off + s.bytes;
+    bytes += s.bytes;
+    layout.append(nb::make_tuple(t.name, std::string(DTypeName(t.dtype)),
+                                 ShapeTuple(s.shape), off, s.bytes));
+  }
+  r.device_bytes = std::max<uint64_t>(
+      (r.device_bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign,
+      kBlockAlign);
   nb::dict info;
   info["split_bytes"] = sharded.split_bytes;
   info["replicated_bytes"] = sharded.replicated_bytes;
   info["warnings"] = sharded.warnings;
   info["bytes"] = bytes;
   info["tensors"] = sharded.shards.size();
+  info["layout"] = layout;
+  info["device_bytes"] = r.device_bytes;
   return nb::make_tuple(std::move(r), info);
 }
 
@@ -345,6 +380,23 @@ Job* StartLoadTp(PyLoader& self, const PyCheckpoint& ckpt,
                  const PyTpRequests& requests) {
   return new Job(self.loader, ckpt.ckpt, JobKind::kLoadSlices, {}, {},
                  requests.requests, nb::none());
+}
+
+// REQUESTS' parts into the caller's block at BASE (at least
+// requests.device_bytes, laid out as tp_requests' "layout" says); KEEPALIVE
+// owns that memory. Empty parts get no destination write.
+Job* StartLoadTpInto(PyLoader& self, const PyCheckpoint& ckpt,
+                     const PyTpRequests& requests, uintptr_t base,
+                     nb::object keepalive) {
+  std::vector<Destination> d;
+  d.reserve(requests.requests.size());
+  for (size_t k = 0; k < requests.requests.size(); ++k) {
+    d.push_back(Destination{{},
+                            reinterpret_cast<void*>(base + requests.offsets[k]),
+                            requests.sizes[k]});
+  }
+  return new Job(self.loader, ckpt.ckpt, JobKind::kLoadSlicesInto, {},
+                 std::move(d), requests.requests, std::move(keepalive));
 }
 
 // DESTS: [(name, address, size)]; KEEPALIVE owns that memory.
@@ -562,6 +614,8 @@ NB_MODULE(_native, m) {
            nb::rv_policy::take_ownership)
       .def("start_load_tp", &StartLoadTp, "checkpoint"_a, "requests"_a,
            nb::rv_policy::take_ownership)
+      .def("start_load_tp_into", &StartLoadTpInto, "checkpoint"_a, "requests"_a,
+           "base"_a, "keepalive"_a, nb::rv_policy::take_ownership)
       .def("start_load_into", &StartLoadInto, "checkpoint"_a, "dests"_a,
            "keepalive"_a, nb::rv_policy::take_ownership)
       .def("start_load_group", &StartLoadGroup, "checkpoint"_a.none(),

@@ -120,7 +120,7 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
         # loader is made (first call) and its workers start pinning their
         # staging.
         ckpt, open_s, prepared = _load_torch.open_beside_loader(
-            path, dict(options, device=dev), device=dev)
+            path, dict(options, device=dev), _load_torch.whole_block(dev))
         items, report = _load_torch.load(ckpt, dev, options, progress,
                                          t_start=t0, open_s=open_s,
                                          prepared=prepared)

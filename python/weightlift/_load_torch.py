@@ -50,17 +50,25 @@ def _layout(rows):
     (Checkpoint.tensors() rows), every tensor 256-byte aligned. Raises the
     first tensor's UnsupportedDtypeError for a dtype torch cannot hold,
     before anything is taken or read."""
-    checked = set()
     layout = []
     total = 0
     for name, dt, shape, _, _, size in rows:
-        if dt not in checked:  # the dtype decides (F6, a torch without it)
-            _dtypes.torch_layout(dt, shape, name)
-            checked.add(dt)
         off = (total + _ALIGN - 1) // _ALIGN * _ALIGN
         layout.append((name, dt, shape, off, size))
         total = off + size
+    check_dtypes(layout)
     return layout, max((total + _ALIGN - 1) // _ALIGN * _ALIGN, _ALIGN)
+
+
+def check_dtypes(layout) -> None:
+    """Raises the UnsupportedDtypeError of LAYOUT's first tensor whose
+    dtype torch cannot hold (F6, a torch without F8), before anything is
+    taken or read."""
+    checked = set()
+    for name, dt, shape, _, _ in layout:
+        if dt not in checked:  # the dtype decides, not the shape
+            _dtypes.torch_layout(dt, shape, name)
+            checked.add(dt)
 
 
 def _block(total: int, device):
@@ -119,31 +127,57 @@ def _allocate(rows, dev: str):
 
 
 class Prepared:
-    """The layout and the device block of a whole-checkpoint load, made
-    beside the loader's setup (open_beside_loader). SECONDS: their time not
-    spent beside the setup; TOOK: their whole time."""
+    """What open_beside_loader's PREPARE made: VALUE; TOOK, its whole time;
+    SECONDS, its time not spent beside the loader's setup (all of it when
+    no setup ran)."""
 
-    __slots__ = ("layout", "base", "total", "seconds", "took")
+    __slots__ = ("value", "seconds", "took")
 
-    def __init__(self, layout, base, total, seconds, took):
-        self.layout, self.base, self.total = layout, base, total
-        self.seconds, self.took = seconds, took
+    def __init__(self, value, seconds: float, took: float):
+        self.value, self.seconds, self.took = value, seconds, took
+
+    def note(self) -> str:
+        """The report's words for it."""
+        if self.took <= self.seconds:
+            return ""
+        return (f" beyond the loader's setup (made beside it, "
+                f"{self.took * 1e3:.1f} ms in all)")
 
 
-def open_beside_loader(path: Any, options: Dict[str, Any],
-                       device: Optional[str] = None):
+def whole_block(dev: str):
+    """A PREPARE for open_beside_loader: (layout, block, block bytes) for
+    every tensor of the checkpoint on DEV (load() with PREPARED)."""
+    def prepare(ckpt):
+        import torch
+
+        layout, total = _layout(ckpt.tensors())
+        return layout, _block(total, torch.device(dev)), total
+    return prepare
+
+
+def open_beside_loader(path: Any, options: Dict[str, Any], prepare=None):
     """(checkpoint of PATH, seconds of its open NOT spent beside the
-    loader's setup, Prepared or None). When no loader for OPTIONS is pooled,
-    one is made on another thread meanwhile: both release the GIL, so a
-    first call pays for the longer of the two, not for both, and the
-    report's phases (setup, then the rest of the open and allocation) still
-    add up. With DEVICE, the layout and torch's block for every tensor are
-    made beside the setup too, once the options passed the checks a loader
-    makes of them, so a bad option still takes no memory. An error in
-    OPTIONS is raised before one of PATH, as load_file does."""
+    loader's setup, Prepared or None).
+
+    When no loader for OPTIONS is pooled, one is made on another thread
+    meanwhile: both release the GIL, so a first call pays for the longer of
+    the two, not for both, and the report's phases (setup, then the rest of
+    the open and allocation) still add up. PREPARE(checkpoint), when given,
+    runs next on this thread (the layout and the device block, so that a
+    first call also takes its memory beside the setup); beside a setup it
+    runs only once the options passed the checks a loader makes of them, so
+    a bad option still takes no memory. An error in OPTIONS is raised
+    before one of PATH, as load_file does."""
     t = time.perf_counter()
     if _core.has_idle_loader(options):
-        return _core.open_checkpoint(path), time.perf_counter() - t, None
+        ckpt = _core.open_checkpoint(path)
+        opened = time.perf_counter()
+        prepared = None
+        if prepare is not None:
+            value = prepare(ckpt)
+            took = time.perf_counter() - opened
+            prepared = Prepared(value, took, took)
+        return ckpt, opened - t, prepared
     import threading
 
     failed: List[BaseException] = []
@@ -162,13 +196,10 @@ def open_beside_loader(path: Any, options: Dict[str, Any],
     try:
         ckpt = _core.open_checkpoint(path)
         opened = time.perf_counter()
-        if device is not None:
+        if prepare is not None:
             _core.validate_options(options)  # no memory for bad options
-            import torch
-            layout, total = _layout(ckpt.tensors())
-            base = _block(total, torch.device(device))
-            prepared = Prepared(layout, base, total, 0.0,
-                                time.perf_counter() - opened)
+            value = prepare(ckpt)
+            prepared = Prepared(value, 0.0, time.perf_counter() - opened)
     finally:
         maker.join()
         if failed:
@@ -207,8 +238,8 @@ def load(ckpt, dev: str, options: Dict[str, Any], progress: bool,
         if open_s is None:
             open_s = t_alloc - t0
         if prepared is not None and not names:
-            layout, base, total = prepared.layout, prepared.base, prepared.total
-            prepared.base = None  # the views and the job hold it from here
+            layout, base, total = prepared.value
+            prepared.value = None  # the views and the job hold it from here
         else:
             prepared = None
             layout, total = _layout(rows)
@@ -235,9 +266,7 @@ def load(ckpt, dev: str, options: Dict[str, Any], progress: bool,
     report.seconds = time.perf_counter() - t0
     report.gb_per_s = (report.bytes / report.seconds / 1e9
                        if report.seconds else 0.0)
-    beside = ("" if prepared is None else
-              f" beyond the loader's setup (made beside it, "
-              f"{prepared.took * 1e3:.1f} ms in all)")
+    beside = "" if prepared is None else prepared.note()
     report.notes.append(
         f"python: checkpoint open {open_s * 1e3:.1f} ms (beyond the "
         f"loader's setup), layout + device memory from torch's caching "

@@ -7,7 +7,6 @@ without an import cycle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
 from . import _errors, _native
@@ -36,19 +35,31 @@ def group_timeout_seconds(value: Any) -> float:
     return float(value)
 
 
-@dataclass
 class TpRequest:
-    rank: Optional[int]
-    size: Optional[int]
-    plan: List[Tuple[str, str]]
-    group: Any = None
-    timeout: float = DEFAULT_GROUP_TIMEOUT_S
-    sharded: bool = False  # tp_* given: slices; else group mode, full
-    notes: List[str] = field(default_factory=list)
-    # Group mode: what this rank got wrong before the load (its plan file,
-    # its options). GroupLoad still joins the agreement with it, so the
-    # other ranks fail at once naming this one; then it is raised here.
-    error: Optional[BaseException] = None
+    """The TP keywords of one call (take_tp). A plain class, not a
+    dataclass: building a dataclass costs ~1 ms at import, on the first TP
+    call's clock."""
+
+    __slots__ = ("rank", "size", "plan", "group", "timeout", "sharded",
+                 "notes", "error")
+
+    def __init__(self, rank: Optional[int], size: Optional[int],
+                 plan: List[Tuple[str, str]], group: Any = None,
+                 timeout: float = DEFAULT_GROUP_TIMEOUT_S,
+                 sharded: bool = False):
+        self.rank, self.size, self.plan = rank, size, plan
+        self.group, self.timeout = group, timeout
+        self.sharded = sharded  # tp_* given: slices; else group mode, full
+        self.notes: List[str] = []
+        # Group mode: what this rank got wrong before the load (its plan
+        # file, its options). GroupLoad still joins the agreement with it,
+        # so the other ranks fail at once naming this one; then it is
+        # raised here.
+        self.error: Optional[BaseException] = None
+
+    def __repr__(self) -> str:
+        return (f"TpRequest(rank={self.rank!r}, size={self.size!r}, "
+                f"plan={self.plan!r}, sharded={self.sharded!r})")
 
 
 def raise_error(err: Tuple[str, str]):
@@ -58,28 +69,38 @@ def raise_error(err: Tuple[str, str]):
 
 # ---- the shard rule (C++) --------------------------------------------------
 
-@dataclass
+_SHARD_FIELDS = ("name", "dtype", "full_shape", "file", "offset", "dim",
+                 "start", "stop", "shape", "bytes", "runs", "run_bytes",
+                 "run_stride", "first_byte", "style")
+
+
 class Shard:
-    """One tensor's part for this rank (see TensorShard in C++)."""
-    name: str
-    dtype: str
-    full_shape: Tuple[int, ...]
-    file: int
-    offset: int
-    dim: int  # -1: replicated
-    start: int
-    stop: int
-    shape: Tuple[int, ...]
-    bytes: int
-    runs: int
-    run_bytes: int
-    run_stride: int
-    first_byte: int
-    style: str
+    """One tensor's part for this rank (see TensorShard in C++): NAME,
+    DTYPE, FULL_SHAPE, FILE, OFFSET, DIM (-1: replicated), START, STOP,
+    SHAPE, BYTES, RUNS, RUN_BYTES, RUN_STRIDE, FIRST_BYTE, STYLE."""
+
+    __slots__ = _SHARD_FIELDS
+
+    def __init__(self, *values):
+        if len(values) != len(_SHARD_FIELDS):
+            raise TypeError(f"Shard takes {len(_SHARD_FIELDS)} values, got "
+                            f"{len(values)}")
+        for k, v in zip(_SHARD_FIELDS, values):
+            setattr(self, k, v)
 
     @property
     def split(self) -> bool:
         return self.dim >= 0
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Shard) and all(
+            getattr(self, k) == getattr(other, k) for k in _SHARD_FIELDS)
+
+    __hash__ = None  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return "Shard(" + ", ".join(f"{k}={getattr(self, k)!r}"
+                                    for k in _SHARD_FIELDS) + ")"
 
 
 def shards(tensors: List[tuple], rank: int, size: int,

@@ -43,7 +43,7 @@ def load_file(filename: Any, device: Any = "cpu", *, progress: bool = False,
         # Options before the file, as safetensors; the file opens while the
         # loader is made (a first call).
         ckpt, open_s, prepared = _load_torch.open_beside_loader(
-            filename, options, device=options["device"])
+            filename, options, _load_torch.whole_block(options["device"]))
         return dict(_load_torch.load(ckpt, options["device"], options,
                                      progress, t_start=t0, open_s=open_s,
                                      prepared=prepared)[0])

@@ -114,7 +114,7 @@ def test_open_beside_loader_makes_the_loader_meanwhile(every_dtype):
     _core.release_cached_loaders()
     assert not _core.has_idle_loader(opts)
     ckpt, open_s, prepared = _load_torch.open_beside_loader(every_dtype, opts)
-    assert prepared is None  # no device given: nothing allocated
+    assert prepared is None  # nothing to prepare: nothing allocated
     assert open_s >= 0  # the part of the open not beside the setup
     assert [t[0] for t in ckpt.tensors()] == \
         [t[0] for t in _core.open_checkpoint(every_dtype).tensors()]
@@ -126,24 +126,26 @@ def test_open_beside_loader_makes_the_loader_meanwhile(every_dtype):
 
 def test_open_beside_loader_allocates_beside_the_setup(every_dtype,
                                                        monkeypatch):
-    """With a device, the layout and the block for every tensor are made
-    while the loader is made (a first call); only their time beyond the
-    setup is the report's. A bad option value (checked in C++) is raised
-    before any memory is taken, and a pooled loader (a later call) takes
-    none ahead either."""
+    """With a PREPARE (whole_block), the layout and the block for every
+    tensor are made while the loader is made (a first call); only their
+    time beyond the setup is the report's. A bad option value (checked in
+    C++) is raised before any memory is taken. A later call (a loader
+    pooled) prepares after its open, with all of that time its own."""
     opts = {"device": "cpu", "threads": 5}  # options no other test pools
     _core.release_cached_loaders()
-    ckpt, _, prepared = _load_torch.open_beside_loader(every_dtype, opts,
-                                                       device="cpu")
+    ckpt, _, prepared = _load_torch.open_beside_loader(
+        every_dtype, opts, _load_torch.whole_block("cpu"))
     layout, total = _load_torch._layout(ckpt.tensors())
     assert prepared is not None
-    assert prepared.total == total and prepared.base.numel() == total
-    assert [r[0] for r in prepared.layout] == [r[0] for r in layout]
+    got_layout, base, got_total = prepared.value
+    assert got_total == total and base.numel() == total
+    assert [r[0] for r in got_layout] == [r[0] for r in layout]
     assert 0 <= prepared.seconds <= prepared.took
-    # A later call: a loader is pooled, nothing is made ahead.
-    _, _, later = _load_torch.open_beside_loader(every_dtype, opts,
-                                                 device="cpu")
-    assert later is None
+    # A later call: a loader is pooled; the block is made after the open.
+    _, _, later = _load_torch.open_beside_loader(
+        every_dtype, opts, _load_torch.whole_block("cpu"))
+    assert later is not None and later.seconds == later.took
+    assert later.value[2] == total and later.note() == ""
     taken = []
     real_block = _load_torch._block
     monkeypatch.setattr(_load_torch, "_block",
@@ -151,7 +153,7 @@ def test_open_beside_loader_allocates_beside_the_setup(every_dtype,
     with pytest.raises(weightlift.InvalidArgumentError, match="threads"):
         _load_torch.open_beside_loader(every_dtype,
                                        {"device": "cpu", "threads": -1},
-                                       device="cpu")
+                                       _load_torch.whole_block("cpu"))
     assert taken == []
 
 

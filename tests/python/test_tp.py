@@ -121,6 +121,60 @@ def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
                    for x in got.report.notes), got.report.notes
 
 
+def _check_parts(got, want):
+    assert list(got) == list(want), (list(got), list(want))
+    for name, w in want.items():
+        g = got[name]
+        assert g.dtype == w.dtype and g.shape == w.shape, name
+        assert torch.equal(g.cpu(), w), name
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_slice_mode_into_one_block_is_tensor_split(ckpt, n):
+    """The CUDA path of slice mode (parts laid out by tp_requests, landing
+    through Loader::LoadSlicesInto in one block of torch's, views made
+    while the loader runs), run here on host memory: bit-exact parts, every
+    non-empty one a view of the one block, the report's bytes the share.
+    The first rank's call has no loader pooled (made beside the open)."""
+    from tp_reference import TEST_PLAN, split_reference
+    full = _full(ckpt)
+    weightlift.release_cached_loaders()
+    for r in range(n):
+        req = _tp.take_tp(dict(tp_rank=r, tp_size=n, tp_plan=TEST_PLAN), ckpt)
+        items, report = _tp._load_sliced_into_block(ckpt, "cpu", req, {},
+                                                    False)
+        got = dict(items)
+        want = split_reference(full, TEST_PLAN, r, n)
+        _check_parts(got, want)
+        blocks = {getattr(t, "untyped_storage", t.storage)().data_ptr()
+                  for t in got.values() if t.numel()}
+        assert len(blocks) == 1, blocks
+        share = sum(w.numel() * w.element_size() for w in want.values())
+        assert report.bytes == share and report.tensors == len(want)
+        assert any("tensor views" in x for x in report.notes), report.notes
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_slice_mode_on_cuda_is_tensor_split_in_torchs_memory(ckpt, n):
+    """Slice mode onto cuda:0: bit-exact parts, in memory torch's caching
+    allocator counts (one block per call), for every rank; the first call
+    with no loader pooled."""
+    from tp_reference import TEST_PLAN, split_reference
+    full = _full(ckpt)
+    weightlift.release_cached_loaders()
+    for r in range(n):
+        before = torch.cuda.memory_allocated(0)
+        got = weightlift.load_checkpoint(ckpt, device="cuda:0", tp_rank=r,
+                                         tp_size=n, tp_plan=TEST_PLAN)
+        want = split_reference(full, TEST_PLAN, r, n)
+        _check_parts(got, want)
+        share = sum(w.numel() * w.element_size() for w in want.values())
+        assert got.report.bytes == share
+        assert torch.cuda.memory_allocated(0) - before >= share
+        del got
+
+
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
     from tp_reference import TEST_PLAN
     total = _file_bytes(ckpt)
