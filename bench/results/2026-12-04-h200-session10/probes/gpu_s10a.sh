@@ -3,7 +3,8 @@
 # load, lazy group imports) against main 29809fc (.ab/old): GPU tests of the
 # new tree; interleaved first calls (3 rounds); tp_phases n=8 and n=2;
 # tp_bench alone n=2,4,8 for both; the thread-stack probe.
-TAG=s10a DEADLINE=${DEADLINE:-560} . bench/device_preamble.sh
+TAG=s10a; DEADLINE=${DEADLINE:-560}  # not as prefixes: those would not outlive the "."
+. bench/device_preamble.sh
 build_tree . build-new new & build_tree .ab/old build-old old &
 g++ -O2 -o /tmp/stack_probe bench/results/2026-12-04-h200-session10/probes/stack_probe.cc -lpthread
 for i in 1 2 3; do for v in g c; do /tmp/stack_probe $v 8; done; done > $OUT/stack_probe.log 2>&1
