@@ -30,11 +30,22 @@ TEST(CudaConfig, DefaultsAre4MiBSlotsTwoPerThreadUpTo16Threads) {
 TEST(CudaConfig, FewHardwareThreadsAndUnknownCount) {
   auto c = ResolveCudaConfig(Cuda(), 4);
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->threads, 4);
-  EXPECT_EQ(c->slots_per_thread, 8);
-  auto u = ResolveCudaConfig(Cuda(), 0);  // unknown: 8
+  EXPECT_EQ(c->threads, 3);  // a core left to the caller
+  EXPECT_EQ(c->slots_per_thread, 10);
+  auto u = ResolveCudaConfig(Cuda(), 0);  // unknown: 8 cores
   ASSERT_TRUE(u.ok());
-  EXPECT_EQ(u->threads, 8);
+  EXPECT_EQ(u->threads, 6);
+}
+
+// The H200 host's 16 cores, one process: 12 workers, and the ring is their
+// 2 slots each (96 MiB), the shape the session 10 sweep measured.
+TEST(CudaConfig, SixteenCoresAloneMakeTwelveWorkersAndA96MiBRing) {
+  auto c = ResolveCudaConfig(Cuda(), 16);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->threads, 12);
+  EXPECT_EQ(c->slots_per_thread, 2);
+  EXPECT_EQ(c->ring_bytes(), 96ull << 20);
+  EXPECT_TRUE(c->notes.empty());
 }
 
 // Tensor-parallel ranks on one host (local_world_size) share its cores:
@@ -67,7 +78,7 @@ TEST(CudaConfig, CoLocatedRanksShareTheCoresWithANote) {
   EXPECT_EQ(c->notes[0].find("threads"), std::string::npos) << c->notes[0];
   o.local_world_size = 1;  // alone: the whole budget
   o.threads = 0;
-  c = ResolveCudaConfig(o, 16);
+  c = ResolveCudaConfig(o, 64);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->ring_bytes(), 128ull << 20);
   EXPECT_TRUE(c->notes.empty());

@@ -19,7 +19,7 @@ int ThreadCount(int requested, ThreadUse use, unsigned hardware_threads,
     case ThreadUse::kDirectReads:
       return std::clamp(2 * std::clamp(cores, 1, 8), 4, 16);
     case ThreadUse::kCudaStaging:
-      return std::clamp(cores, 1, 16);
+      return std::clamp(sharing > 1 ? cores : cores - cores / 4, 1, 16);
   }
   return 1;
 }

@@ -14,8 +14,16 @@ enum class ThreadUse {
   // the buffered count, at least 4 and at most 16 (measured on the 2-core
   // development VM: bench/results/host-*.md).
   kDirectReads,
-  // Reads into pinned staging slots plus host-to-device copies: one thread
-  // per core, at most 16 (the H200 sweep's best, bench/gpu_sweep.cc).
+  // Reads into pinned staging slots plus host-to-device copies: at most 16
+  // (bench/gpu_sweep.cc). A process loading alone leaves a quarter of its
+  // cores to the caller's own threads (Python, the job thread, torch):
+  // on the 16-core H200 host, 12 workers started in 0.4 ms against 2.3-3.2
+  // for 16 (the 17th and 18th busy threads waited for a core), later loads
+  // ran 0.4% faster, a tensor-parallel rank alone at n = 2 / 4 delivered
+  // 45.9-46.2 / 39.0-41.7 GB/s against 41.8-42.7 / 37.0-39.6
+  // (bench/results/2026-12-04-h200-session10, calls D and E). Processes
+  // sharing the host (local_world_size) take their share of all the cores,
+  // as before: not measured with headroom.
   kCudaStaging,
 };
 

@@ -23,21 +23,25 @@ TEST(ThreadCount, DefaultsByUseAndCores) {
   EXPECT_EQ(ThreadCount(0, ThreadUse::kDirectReads, 2), 4);
   EXPECT_EQ(ThreadCount(0, ThreadUse::kDirectReads, 6), 12);
   EXPECT_EQ(ThreadCount(0, ThreadUse::kDirectReads, 64), 16);
-  // CUDA staging: one per core, up to 16.
-  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 4), 4);
+  // CUDA staging alone: three quarters of the cores, up to 16.
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 1), 1);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 2), 2);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 4), 3);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16), 12);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 24), 16);
   EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 64), 16);
 }
 
 TEST(ThreadCount, UnknownCoresCountAsEight) {
   EXPECT_EQ(ThreadCount(0, ThreadUse::kBufferedReads, 0), 8);
   EXPECT_EQ(ThreadCount(0, ThreadUse::kDirectReads, 0), 16);
-  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 0), 8);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 0), 6);  // 8 - 8 / 4
 }
 
 // Processes loading at once on one host (local_world_size) share its
 // cores: each gets its share, at least one; a requested count still wins.
 TEST(ThreadCount, CoLocatedProcessesShareTheCores) {
-  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 1), 16);
+  EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 1), 12);  // alone
   EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 2), 8);
   EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 8), 2);
   EXPECT_EQ(ThreadCount(0, ThreadUse::kCudaStaging, 16, 32), 1);
