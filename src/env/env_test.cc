@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "env/fault_file.h"
+#include "env/mapped_rows_file.h"
 #include "env/memory_file.h"
 #include "env/testing/temp_dir.h"
 
@@ -334,6 +335,33 @@ TEST(FaultInjectingFileTest, FaultsSurviveReopenAndHookRuns) {
   EXPECT_NE(s.message().find("EIO"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("offset 4096"), std::string::npos);
   EXPECT_EQ(seen, (std::vector<uint64_t>{0, 1}));
+}
+
+// What one more read costs the slice planner (File::read_cost_bytes): 0
+// where reads are page-cache copies, kDirectReadCostBytes under O_DIRECT
+// (direct, uring), the same through a fault-injecting wrapper, 0 again for
+// row runs copied out of a mapping.
+TEST(EnvTest, ReadCostIsZeroForThePageCacheAndMoreForODirect) {
+  TempDir dir;
+  const std::string p = dir.File("a");
+  WriteFileOrDie(p, RandomBytes(4 * 4096, 4));
+  for (Backend b : kAllBackends) {
+    auto f = Open(p, b);
+    if (!f.ok() && Unavailable(f.status())) continue;
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    const bool direct = b == Backend::kDirect || b == Backend::kUring;
+    EXPECT_EQ((*f)->read_cost_bytes(), direct ? kDirectReadCostBytes : 0u)
+        << BackendName(b);
+    FaultInjectingFile wrapped(std::move(*f), FileFaults{});
+    EXPECT_EQ(wrapped.read_cost_bytes(), direct ? kDirectReadCostBytes : 0u)
+        << BackendName(b) << " wrapped";
+  }
+  auto buffered = Open(p, Backend::kPread);
+  ASSERT_TRUE(buffered.ok());
+  EXPECT_EQ(WithRowsFromMapping(std::move(*buffered))->read_cost_bytes(), 0u);
+  EXPECT_EQ(MemoryFile("m", RandomBytes(8, 1)).read_cost_bytes(), 0u);
+  EXPECT_EQ(MemoryFile("m", RandomBytes(8, 1), 4096).read_cost_bytes(),
+            kDirectReadCostBytes);
 }
 
 // Both O_DIRECT backends take their alignment from one question

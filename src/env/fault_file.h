@@ -128,6 +128,9 @@ class FaultInjectingFile final : public File {
   const std::string& path() const override { return inner_->path(); }
   const FileIdentity& identity() const override { return inner_->identity(); }
   size_t alignment() const override { return inner_->alignment(); }
+  uint64_t read_cost_bytes() const override {
+    return inner_->read_cost_bytes();
+  }
   std::string_view backend_name() const override {
     return inner_->backend_name();
   }

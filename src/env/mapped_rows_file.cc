@@ -59,6 +59,8 @@ class RowsFromMappingFile final : public File {
   const std::string& path() const override { return base_->path(); }
   const FileIdentity& identity() const override { return base_->identity(); }
   size_t alignment() const override { return base_->alignment(); }
+  // Row runs are copies out of the mapping: no read each.
+  uint64_t read_cost_bytes() const override { return 0; }
   std::string_view backend_name() const override {
     return base_->backend_name();
   }

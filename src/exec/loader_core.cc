@@ -146,6 +146,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     const Route& route = routing.routes[fr.route];
     PlaceOptions po;
     po.granularity = fr.granularity;
+    po.read_cost_bytes = fr.file->read_cost_bytes();
     const uint64_t g = std::max<uint64_t>(fr.granularity, 1);
     // A strided chunk is one slot: the planner's cap for it.
     po.max_chunk_bytes =

@@ -206,6 +206,11 @@ std::string PlacementStats::Note() const {
     std::snprintf(buf, sizeof buf, " (overhead %.1f%%)", over);
     s += buf;
   }
+  if (read_cost_bytes > 0) {
+    s += "; a read weighed as " + std::to_string(read_cost_bytes >> 10) +
+         " KiB more (O_DIRECT or object storage: requests cost more than "
+         "their bytes)";
+  }
   return s;
 }
 
@@ -216,6 +221,8 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
   if (!sel.whole) {
     ++stats->slices;
     stats->selected_bytes += sel.bytes;
+    stats->read_cost_bytes =
+        std::max(stats->read_cost_bytes, o.read_cost_bytes);
   }
   uintptr_t at = dst;
   for (const RowBlock& b : sel.blocks) {

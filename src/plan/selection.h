@@ -13,13 +13,16 @@
 //               with a strided copy (cudaMemcpy2DAsync on CUDA, a row loop
 //               on the host): more bytes, far fewer reads.
 //
-// Row runs or strided is decided by the bytes each moves at the storage's
-// granularity (4096 for O_DIRECT, 1 for buffered reads), whichever is less;
-// on a tie strided (the same reads, one copy per chunk instead of one per
-// row). Buffered reads therefore always take row runs, read straight into
-// place on the host and gathered into one staging slot (one copy per slot)
-// on CUDA; under O_DIRECT rows narrower than a block that share
-// blocks are read once, covering, and placed with strided copies.
+// Row runs or strided is decided by what each costs: the bytes it moves at
+// the storage's granularity (4096 for O_DIRECT, 1 for buffered reads) plus,
+// per read, the storage's read cost in bytes (File::read_cost_bytes: 0 for
+// the page cache, 32 KiB for O_DIRECT, 1 MiB for object storage),
+// whichever is less; on a tie strided (one copy per chunk instead of one
+// per row). Buffered reads therefore always take row runs, read straight
+// into place on the host (or copied out of a mapping) and gathered into one
+// staging slot (one copy per slot) on CUDA; under O_DIRECT and from object
+// storage rows that are short or close together are read covering, a chunk
+// at a time, and placed with strided copies: more bytes, far fewer reads.
 #pragma once
 
 #include <cstdint>
@@ -76,9 +79,9 @@ struct PlaceOptions {
   // The largest read a strided chunk may make (the staging slot); 0
   // forbids strided placements (a path with no staging: GDS).
   uint64_t max_chunk_bytes = 0;
-  // What one more read costs, in bytes moved: 0 in the loaders (the rule
-  // is bytes only, so a tensor-parallel rank reads no more than its share);
-  // a knob for a storage where requests cost more than bytes.
+  // What one more read costs, in bytes moved (File::read_cost_bytes of the
+  // file read): 0 for the page cache, where a tensor-parallel rank then
+  // reads no more than its share; more where requests cost more than bytes.
   uint64_t read_cost_bytes = 0;
 };
 
@@ -94,10 +97,11 @@ struct PlacementStats {
   uint64_t run_reads = 0;   // ... and their reads
   uint64_t strided = 0;     // blocks placed with strided copies
   uint64_t strided_rows = 0;
-  uint64_t selected_bytes = 0;  // bytes of sliced (not whole) requests
-  uint64_t moved_bytes = 0;     // ... and the bytes their placement moves,
-                                // aligned to the granularity
-  uint64_t slices = 0;          // requests that are real slices
+  uint64_t selected_bytes = 0;   // bytes of sliced (not whole) requests
+  uint64_t moved_bytes = 0;      // ... and the bytes their placement moves,
+                                 // aligned to the granularity
+  uint64_t slices = 0;           // requests that are real slices
+  uint64_t read_cost_bytes = 0;  // the largest per-read cost weighed
   // One line: "slices: ..." with the choice and the overhead; empty when
   // no request was a real slice.
   std::string Note() const;

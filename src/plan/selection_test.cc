@@ -221,6 +221,35 @@ TEST(PlaceSelectionTest, ChoosesFewerBytesAtTheGranularity) {
   EXPECT_EQ(stats4.row_runs, 1u);
 }
 
+// A tensor-parallel rank's row-parallel part at n = 8: 1 KiB of every 8 KiB
+// row. By bytes alone (a read costs nothing more, the page cache) row runs
+// win: one 4 KiB block per row against the whole rows. When a read costs
+// 32 KiB more (O_DIRECT, kDirectReadCostBytes) the covering read wins, and
+// the note says what a read was weighed as.
+TEST(PlaceSelectionTest, AReadsOwnCostTurnsShortRunsIntoACoveringRead) {
+  TensorInfo t = Tensor({4096, 4096}, 2, 8);
+  std::vector<DimSlice> part = {{0, 4096, 1}, {512, 1024, 1}};
+  auto sel = SelectSlice(t, 0, 16, part);
+  ASSERT_TRUE(sel.ok());
+  std::vector<Segment> segs;
+  PlacementStats bytes_only;
+  PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 8u << 20, 0}, &segs,
+                 &bytes_only);
+  EXPECT_EQ(bytes_only.row_runs, 1u);
+  EXPECT_EQ(bytes_only.Note().find("weighed"), std::string::npos)
+      << bytes_only.Note();
+  segs.clear();
+  PlacementStats weighed;
+  PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 8u << 20, 32u << 10},
+                 &segs, &weighed);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_FALSE(segs[0].gather);
+  EXPECT_EQ(weighed.strided, 1u);
+  EXPECT_NE(weighed.Note().find("a read weighed as 32 KiB more"),
+            std::string::npos)
+      << weighed.Note();
+}
+
 // Random tensors, random slices, every placement: the bytes the plan
 // delivers are exactly numpy's gather of the same real random data.
 TEST(PlaceSelectionTest, RandomSlicesMatchReferenceGather) {

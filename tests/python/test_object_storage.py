@@ -271,6 +271,24 @@ def test_python_iter_tensors_and_load_into(py_env):
     _assert_same(target, want)
 
 
+def test_python_tp_slices_from_a_bucket_are_covering_reads(py_env):
+    """A tensor-parallel rank's row-parallel parts from object storage are
+    read covering, a chunk per request, not one range GET per row (256 rows
+    each here; on a local SeaweedFS 1024 such GETs took 2.5 s against 63 ms
+    for the whole checkpoint): bit-exact, and the report says why."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    from tp_reference import split_reference
+    plan = {"*.attn": "rowwise", "*.mlp": "rowwise", "embed.weight": "colwise"}
+    want_full = st_load_file(str(py_env["local"] / "single.safetensors"))
+    for r in range(4):
+        got = weightlift.load_checkpoint("s3://models/single.safetensors",
+                                         tp_rank=r, tp_size=4, tp_plan=plan)
+        _assert_same(got, split_reference(want_full, plan, r, 4))
+        notes = " ".join(got.report.notes)
+        assert "2 strided over" in notes and "0 as row runs" in notes, notes
+        assert "a read weighed as 1024 KiB more" in notes, notes
+
+
 def test_python_object_changed_during_load_is_an_error(py_env):
     server = py_env["server"]
     server.upload("models", "changing.safetensors",

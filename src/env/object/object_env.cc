@@ -63,6 +63,7 @@ class ObjectFile final : public File {
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override {
     return object_->ReadAt(offset, dst);
   }
+  uint64_t read_cost_bytes() const override { return kObjectReadCostBytes; }
 
   StatusOr<FileIdentity> Stat() const override {
     WL_ASSIGN_OR_RETURN(ObjectTarget target, TargetFor(*store_, uri_));
