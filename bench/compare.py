@@ -55,7 +55,7 @@ import subprocess
 import sys
 import time
 
-from bench_common import ROOT, find_cli
+from bench_common import ROOT, evict, find_cli
 
 # A config sized like a real small Llama model (TinyLlama-1.1B's shape).
 E2E_CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
@@ -152,25 +152,6 @@ def shard_files(path):
 
 
 # ---- cache states ----------------------------------------------------------
-
-def evict(files):
-    """Drops FILES from the page cache; returns how."""
-    os.sync()
-    if os.geteuid() == 0:
-        try:
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("3\n")
-            return "drop_caches"
-        except OSError:
-            pass
-    for p in files:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-    return "fadvise"
-
 
 def warm(files, threads=8, piece=64 << 20):
     """Reads FILES once (into the page cache), THREADS at a time: a

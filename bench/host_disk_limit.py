@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from bench_common import evict
+
 READ_FRESH = r"""
 import sys, time
 t0 = time.perf_counter()
@@ -34,14 +36,6 @@ with open(sys.argv[1], "rb", buffering=0) as f:
 dt = time.perf_counter() - t0
 print(len(data), dt)
 """
-
-
-def evict(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def warm_up(path):
@@ -122,7 +116,7 @@ def main():
             k = r % len(group)
             for what in group[k:] + group[:k]:
                 if cold:
-                    evict(a.file)
+                    evict([a.file])
                 rows[what].append(measure[what]())
                 print(f"round {r + 1} {what}: {rows[what][-1]:.3f} GB/s",
                       flush=True)

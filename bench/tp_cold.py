@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from bench_common import evict
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -63,15 +65,6 @@ print(json.dumps({"seconds": dt, "bytes": nb, "bytes_read": 0, "note": ""}))
 def files_of(ckpt):
     return sorted(os.path.join(ckpt, f) for f in os.listdir(ckpt)
                   if f.endswith(".safetensors"))
-
-
-def evict(ckpt):
-    for path in files_of(ckpt):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def fio_seconds(ckpt):
@@ -121,7 +114,7 @@ def main():
     for k in range(a.rounds):
         order = rows[k % len(rows):] + rows[:k % len(rows)]
         for name, fn in order:
-            evict(a.ckpt)
+            evict(files_of(a.ckpt))
             time.sleep(0.2)
             res = fn()
             got[name].append(res)

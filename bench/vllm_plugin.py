@@ -36,6 +36,8 @@ import time
 
 import torch
 
+from bench_common import evict
+
 _LAYER = re.compile(r"^(.*\.layers\.\d+\.)(self_attn|mlp)\.(\w+)\.weight$")
 _FUSED = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1),
           "v_proj": ("qkv_proj", 2), "gate_proj": ("gate_up_proj", 0),
@@ -125,16 +127,6 @@ def default_weights(files):
         with safe_open(f, framework="pt") as st:
             for name in st.keys():
                 yield name, st.get_tensor(name)
-
-
-def evict(files):
-    for f in files:
-        fd = os.open(f, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def param_bytes(model):
