@@ -16,13 +16,14 @@ def parse_options(pairs):
         out[name] = int(value) if value.lstrip("-").isdigit() else value
     return out
 
-def evict(files):
-    """Drops FILES from the page cache (a cold read next); returns how: the
-    whole cache through /proc/sys/vm/drop_caches when root may (pages some
-    process still maps go too), else each file's pages with
-    posix_fadvise(DONTNEED) after a sync."""
+def evict(files, whole_cache=False):
+    """Drops FILES from the page cache (a cold read next); returns how: each
+    file's pages with posix_fadvise(DONTNEED) after a sync, or with
+    WHOLE_CACHE, when root may, the whole cache through
+    /proc/sys/vm/drop_caches (pages some process still maps go too, and so
+    do the libraries' pages: a fresh process then reads them from disk)."""
     os.sync()
-    if os.geteuid() == 0:
+    if whole_cache and os.geteuid() == 0:
         try:
             with open("/proc/sys/vm/drop_caches", "w") as f:
                 f.write("3\n")

@@ -468,7 +468,7 @@ def run_e2e(args, results):
     for state in [s for s in args.modes if s in ("cold", "warm")]:
         for method in ("transformers", "weightlift"):
             if state == "cold":
-                evict(files)
+                evict(files, whole_cache=True)
             else:
                 warm(files)
             r = subprocess.run(
@@ -598,7 +598,7 @@ def measure_state(layout, state, path, files, nbytes, reps, wanted, args,
             t_run = time.perf_counter()
             try:
                 if state == "cold":
-                    how_evicted[name] = evict(files)
+                    how_evicted[name] = evict(files, whole_cache=True)
                 elif state == "warm":
                     warm(files)
                 if state == "first":

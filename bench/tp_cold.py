@@ -6,7 +6,8 @@ run (host memory: the question is the reads, not the copies).
         [--variant NAME=PYTHONPATH ...] [--out DIR]
 
 Each measurement is a fresh process after the checkpoint's pages were
-evicted (posix_fadvise DONTNEED on every file):
+evicted (posix_fadvise DONTNEED on every file), timed from after its
+imports (torch included) to the end of the load:
   fio          every file read with io_uring, O_DIRECT, queue depth 16, 8 MiB
                blocks (the disk's limit; GB/s of the file bytes);
   full NAME    weightlift.load_checkpoint(DIR) on the cpu;
@@ -35,6 +36,7 @@ RANK = r"""
 import json, os, sys, time
 sys.path.insert(0, os.path.join(sys.argv[1], "tests", "python"))
 from tp_reference import LLAMA_PLAN
+import torch  # noqa: F401 - weightlift imports it lazily: not on the clock
 import weightlift
 ckpt, n, r = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 kw = dict(tp_rank=r, tp_size=n, tp_plan=LLAMA_PLAN) if n else {}
@@ -53,6 +55,7 @@ import json, os, sys, time
 sys.path.insert(0, os.path.join(sys.argv[1], "tests", "python"))
 sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
 from tp_bench import st_slices
+import safetensors.torch  # noqa: F401 - torch too, before the clock
 ckpt, n, r = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 t = time.perf_counter()
 got = st_slices(ckpt, n, r, "cpu")
@@ -70,9 +73,11 @@ def files_of(ckpt):
 def fio_seconds(ckpt):
     total = 0.0
     for path in files_of(ckpt):
+        # 8 MiB blocks, or the file's whole 4 KiB blocks if it is smaller.
+        bs = min(8 << 20, max(4096, os.path.getsize(path) // 4096 * 4096))
         out = subprocess.run(
             ["fio", "--name=seq", f"--filename={path}", "--rw=read",
-             "--bs=8M", "--iodepth=16", "--ioengine=io_uring", "--direct=1",
+             f"--bs={bs}", "--iodepth=16", "--ioengine=io_uring", "--direct=1",
              "--readonly", "--invalidate=1", "--output-format=json"],
             check=True, capture_output=True, text=True).stdout
         job = json.loads(out)["jobs"][0]["read"]
