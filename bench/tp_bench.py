@@ -5,7 +5,8 @@ ceiling and the peers, all in one run.
 
     python3 bench/tp_bench.py --ckpt DIR [--sizes 2,4,8] [--device cuda:0]
                               [--json OUT.json] [--option NAME=VALUE ...]
-                              [--modes alone,together,peers] [--no-verify]
+                              [--modes alone,together,peers,copies]
+                              [--no-verify]
 
 For each n:
   - alone: each rank r in its own fresh process, one at a time; GB/s is the
@@ -14,7 +15,13 @@ For each n:
   - together: n processes started, each waits at a barrier (a file), then
     all load at once; aggregate = sum of bytes / (last end - first start);
   - peers, rank 0 alone: safetensors get_slice(...)[part] + .to(device) per
-    tensor, and safetensors load_file(device=...) + tensor_split (narrow).
+    tensor, and safetensors load_file(device=...) + tensor_split (narrow);
+  - copies (cuda only): the ceiling of "together". n processes, each with
+    its rank's bytes already in pinned host memory (allocated and touched
+    before the barrier), copy them to the device in one copy at once, as
+    the one-process ceiling does; aggregate as for together. n CUDA
+    contexts then share one GPU's copy engines, which one process's
+    ceiling does not show.
 Every weightlift rank is then checked bit-exact against safetensors'
 get_slice of the same part (outside the clock). Rank processes are forked
 from a fork server that imported torch, safetensors and weightlift once and
@@ -53,6 +60,33 @@ def part_index(name, shape, n, r):
     return part_bounds(name, shape, LLAMA_PLAN, r, n)
 
 
+DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1,
+               "F16": 2, "BF16": 2, "I16": 2, "U16": 2, "F32": 4, "I32": 4,
+               "U32": 4, "F64": 8, "I64": 8, "U64": 8}
+
+
+def rank_bytes(ckpt, n, r):
+    """Bytes rank R of N delivers (its parts, the replicated tensors whole),
+    from the files' headers alone."""
+    total = 0
+    for path in files_of(ckpt):
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            shape = list(info["shape"])
+            p = part_index(name, shape, n, r)
+            if p is not None:
+                shape[p[0]] = p[2] - p[1]
+            count = 1
+            for d in shape:
+                count *= d
+            total += count * DTYPE_BYTES[info["dtype"]]
+    return total
+
+
 def st_slices(ckpt, n, r, device):
     """safetensors get_slice + .to(device): {name: tensor}."""
     from safetensors import safe_open
@@ -82,6 +116,12 @@ def run_rank(args):
     torch.empty(1, device=dev)  # the CUDA context, before the clock
     import weightlift  # noqa: F401 - imported before the clock
     import safetensors.torch  # noqa: F401
+    if args.method == "pinned_copy":  # its memory, before the clock
+        nbytes = rank_bytes(args.ckpt, args.n, args.r)
+        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        host.fill_(1)
+        dst = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+        torch.cuda.synchronize(dev)
     open(args.ready, "w").close()
     while not os.path.exists(args.go):
         time.sleep(0.0005)
@@ -93,6 +133,9 @@ def run_rank(args):
                                          tp_rank=args.r, tp_size=args.n,
                                          tp_plan=LLAMA_PLAN, **opts)
         report = got.report
+    elif args.method == "pinned_copy":
+        dst.copy_(host, non_blocking=True)
+        got = {"copy": dst}
     elif args.method == "st_get_slice":
         got = st_slices(args.ckpt, args.n, args.r, dev)
     else:  # st_full_narrow
@@ -149,6 +192,15 @@ class ForkedRank:
 def rank_entry(argv, env):
     os.environ.update(env)
     sys.exit(main(argv))
+
+
+def aggregate(results, n):
+    """GB/s of N ranks' RESULTS run at once: their bytes over the span from
+    the first start to the last end; 0.0 unless all N ran."""
+    if len(results) != n or not results:
+        return 0.0
+    span = max(x["t1"] for x in results) - min(x["t0"] for x in results)
+    return sum(x["bytes"] for x in results) / span / 1e9
 
 
 def launch(args, method, n, ranks, tag, verify=False, env=None):
@@ -258,18 +310,21 @@ def main(argv=None):
                 args, "weightlift", n, list(range(n)), f"together-{n}",
                 env=None if args.no_local_world_size else
                 {"LOCAL_WORLD_SIZE": str(n)})
+        copies = []
+        if "copies" in modes and args.device.startswith("cuda"):
+            copies = launch(args, "pinned_copy", n, list(range(n)),
+                            f"copies-{n}")
         if "peers" in modes:
             st_slice = launch(args, "st_get_slice", n, [0], f"st-slice-{n}")
             st_full = launch(args, "st_full_narrow", n, [0], f"st-full-{n}")
-        for res in alone + together + st_slice + st_full:
+        for res in alone + together + copies + st_slice + st_full:
             if "error" in res:
                 fails.append(f"n={n} {res['method']} rank {res['r']}: "
                              f"{res['error']}")
         ok = [a for a in alone if "error" not in a]
         tog = [t for t in together if "error" not in t]
-        agg = (sum(t["bytes"] for t in tog)
-               / (max(t["t1"] for t in tog) - min(t["t0"] for t in tog))
-               / 1e9) if len(tog) == n else 0.0
+        agg = aggregate(tog, n)
+        copies_agg = aggregate([c for c in copies if "error" not in c], n)
         row = {
             "n": n,
             "alone_gb_per_s": [round(a["gb_per_s"], 2) for a in ok],
@@ -282,11 +337,13 @@ def main(argv=None):
                               a.get("bit_exact") for a in ok)),
             "together_aggregate_gb_per_s": agg,
             "together_vs_ceiling": agg / ceiling if ceiling else 0.0,
+            "copies_together_gb_per_s": copies_agg,
+            "together_vs_copies": agg / copies_agg if copies_agg else 0.0,
             "st_get_slice_rank0_gb_per_s": (st_slice or [{}])[0].get(
                 "gb_per_s", 0.0),
             "st_full_narrow_rank0_gb_per_s": (st_full or [{}])[0].get(
                 "gb_per_s", 0.0),
-            "alone": alone, "together": together,
+            "alone": alone, "together": together, "copies": copies,
         }
         rows.append(row)
         spans = [t["seconds"] for t in tog]
@@ -304,6 +361,12 @@ def main(argv=None):
               f"{row['st_get_slice_rank0_gb_per_s']:.2f} GB/s, full load + "
               f"narrow {row['st_full_narrow_rank0_gb_per_s']:.2f} GB/s "
               f"(rank 0)", flush=True)
+        if copies:
+            print(f"n={n}: the same bytes as pinned copies, n processes at "
+                  f"once: {copies_agg:.1f} GB/s = "
+                  f"{copies_agg / ceiling if ceiling else 0:.2f}x the "
+                  f"one-process ceiling; weightlift together = "
+                  f"{row['together_vs_copies']:.2f}x of it", flush=True)
     for f in fails:
         print("FAILED:", f, flush=True)
     if args.json:

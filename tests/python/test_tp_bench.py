@@ -83,3 +83,25 @@ def test_options_reach_the_ranks(llama_dir, tmp_path):
     assert not got["failures"], got["failures"]
     for rank in got["rows"][0]["together"]:
         assert not any("shared by" in n for n in rank["notes"])
+
+
+def test_rank_bytes_from_headers_match_the_loaded_parts(llama_dir, tmp_path):
+    """The copies mode sizes each process's pinned copy with rank_bytes:
+    it must be what a rank really delivers (uneven splits included: MLP 96
+    and vocab 100 over 3 ranks); on cpu the mode itself is skipped."""
+    got, text = run_bench(llama_dir, tmp_path, "--sizes", "3",
+                          "--modes", "alone,copies", "--no-verify")
+    assert not got["failures"], got["failures"]
+    row = got["rows"][0]
+    assert row["copies"] == [] and row["copies_together_gb_per_s"] == 0.0
+    assert "pinned copies" not in text
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import tp_bench
+    finally:
+        sys.path.pop(0)
+    delivered = {a["r"]: a["bytes"] for a in row["alone"]}
+    assert sorted(delivered) == [0, 1, 2]
+    for r, nbytes in delivered.items():
+        assert tp_bench.rank_bytes(llama_dir, 3, r) == nbytes, r
+    assert len(set(delivered.values())) > 1  # the split is uneven
