@@ -209,8 +209,14 @@ def launch(args, method, n, ranks, tag, verify=False, env=None):
     work = os.path.join(args.work, tag)
     os.makedirs(work, exist_ok=True)
     go = os.path.join(work, "go")
-    if os.path.exists(go):
-        os.remove(go)
+    # A run before this one in the same --work folder left its ready and out
+    # files: gone first, or the barrier below would open before these ranks
+    # are ready and they would start apart.
+    stale = [go] + [os.path.join(work, name) for r in ranks
+                    for name in (f"ready{r}", f"out{r}.json")]
+    for path in stale:
+        if os.path.exists(path):
+            os.remove(path)
     procs = []
     for r in ranks:
         cmd = [sys.executable, os.path.abspath(__file__), "rank", "--ckpt",

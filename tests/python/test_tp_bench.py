@@ -105,3 +105,24 @@ def test_rank_bytes_from_headers_match_the_loaded_parts(llama_dir, tmp_path):
     for r, nbytes in delivered.items():
         assert tp_bench.rank_bytes(llama_dir, 3, r) == nbytes, r
     assert len(set(delivered.values())) > 1  # the split is uneven
+
+
+def test_a_second_run_in_the_same_folder_starts_its_ranks_together(
+        llama_dir, tmp_path):
+    """The first run leaves ready files in --work; the second must not
+    take them for its own ranks' (its barrier would open at once and the
+    ranks would start apart, as a second H200 run in session 11 did)."""
+    run_bench(llama_dir, tmp_path, "--sizes", "2", "--modes", "together",
+              "--no-verify")
+    work = tmp_path / "work" / "together-2"
+    assert (work / "ready0").exists() and (work / "ready1").exists()
+    stamp = (work / "ready0").stat().st_mtime_ns
+    got, _ = run_bench(llama_dir, tmp_path, "--sizes", "2", "--modes",
+                       "together", "--no-verify")
+    ranks = got["rows"][0]["together"]
+    assert len(ranks) == 2 and all("error" not in r for r in ranks)
+    # This run's barrier opened only once both ranks had written their new
+    # ready files (with the stale ones taken for theirs, it opens first).
+    go = (work / "go").stat().st_mtime_ns
+    for r in (0, 1):
+        assert go >= (work / f"ready{r}").stat().st_mtime_ns, r
