@@ -16,6 +16,32 @@ def parse_options(pairs):
         out[name] = int(value) if value.lstrip("-").isdigit() else value
     return out
 
+
+# A Python program for `python -c`: argv ROOT LOCATION N R. Loads LOCATION
+# (a folder or an s3:// prefix) with weightlift.load_checkpoint into host
+# memory, as rank R of N under Llama's tp_plan (N = 0: the whole
+# checkpoint), timed from after its imports (torch included) to the end of
+# the load, and prints one JSON line: seconds, bytes, bytes_read and the
+# report's slices note. tp_cold.py and object_tp.py run it per measurement.
+TP_RANK_LOAD = r"""
+import json, os, sys, time
+sys.path.insert(0, os.path.join(sys.argv[1], "tests", "python"))
+from tp_reference import LLAMA_PLAN
+import torch  # noqa: F401 - weightlift imports it lazily: not on the clock
+import weightlift
+location, n, r = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+kw = dict(tp_rank=r, tp_size=n, tp_plan=LLAMA_PLAN) if n else {}
+t = time.perf_counter()
+sd = weightlift.load_checkpoint(location, **kw)
+dt = time.perf_counter() - t
+rep = sd.report
+note = [x for x in rep.notes if x.startswith("slices:")]
+print(json.dumps({"seconds": dt, "bytes": rep.bytes,
+                  "bytes_read": rep.bytes_read,
+                  "note": note[0] if note else ""}))
+"""
+
+
 def evict(files, whole_cache=False):
     """Drops FILES from the page cache (a cold read next); returns how: each
     file's pages with posix_fadvise(DONTNEED) after a sync, or with

@@ -29,31 +29,14 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "object"))
 from s3_server import ACCESS_KEY, SECRET_KEY, SeaweedS3  # noqa: E402
+from bench_common import TP_RANK_LOAD  # noqa: E402
 
 BUCKET, PREFIX = "bench", "model/"
-
-LOAD = r"""
-import json, os, sys, time
-sys.path.insert(0, os.path.join(sys.argv[1], "tests", "python"))
-from tp_reference import LLAMA_PLAN
-import torch  # noqa: F401 - weightlift imports it lazily: not on the clock
-import weightlift
-url, n, r = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-kw = dict(tp_rank=r, tp_size=n, tp_plan=LLAMA_PLAN) if n else {}
-t = time.perf_counter()
-sd = weightlift.load_checkpoint(url, **kw)
-dt = time.perf_counter() - t
-rep = sd.report
-note = [x for x in rep.notes if x.startswith("slices:")]
-print(json.dumps({"seconds": dt, "bytes": rep.bytes,
-                  "bytes_read": rep.bytes_read,
-                  "note": note[0] if note else ""}))
-"""
 
 
 def run(env, pythonpath, n, r):
     e = dict(env, PYTHONPATH=pythonpath)
-    out = subprocess.run([sys.executable, "-c", LOAD, ROOT,
+    out = subprocess.run([sys.executable, "-c", TP_RANK_LOAD, ROOT,
                           f"s3://{BUCKET}/{PREFIX}", str(n), str(r)],
                          env=e, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:

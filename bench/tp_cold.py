@@ -27,28 +27,11 @@ import subprocess
 import sys
 import time
 
-from bench_common import evict
+from bench_common import TP_RANK_LOAD, evict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-RANK = r"""
-import json, os, sys, time
-sys.path.insert(0, os.path.join(sys.argv[1], "tests", "python"))
-from tp_reference import LLAMA_PLAN
-import torch  # noqa: F401 - weightlift imports it lazily: not on the clock
-import weightlift
-ckpt, n, r = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-kw = dict(tp_rank=r, tp_size=n, tp_plan=LLAMA_PLAN) if n else {}
-t = time.perf_counter()
-sd = weightlift.load_checkpoint(ckpt, **kw)
-dt = time.perf_counter() - t
-rep = sd.report
-note = [x for x in rep.notes if x.startswith("slices:")]
-print(json.dumps({"seconds": dt, "bytes": rep.bytes,
-                  "bytes_read": rep.bytes_read,
-                  "note": note[0] if note else ""}))
-"""
 
 ST_SLICE = r"""
 import json, os, sys, time
@@ -109,9 +92,9 @@ def main():
     rows = [("fio", lambda: fio_seconds(a.ckpt))]
     for name, pp in variants:
         rows.append((f"full {name}", lambda pp=pp: python_row(
-            RANK, pp, a.ckpt, 0, 0)))
+            TP_RANK_LOAD, pp, a.ckpt, 0, 0)))
         rows.append((f"rank {name}", lambda pp=pp: python_row(
-            RANK, pp, a.ckpt, a.n, a.r)))
+            TP_RANK_LOAD, pp, a.ckpt, a.n, a.r)))
     rows.append(("st_get_slice", lambda: python_row(
         ST_SLICE, variants[0][1], a.ckpt, a.n, a.r)))
     got = {name: [] for name, _ in rows}
