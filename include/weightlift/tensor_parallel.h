@@ -7,7 +7,8 @@
 //   auto shards = weightlift::ShardTensors(ckpt.tensors(), tp);
 //
 // The words are transformers' tp_plan words; a plan is an ordered list of
-// glob patterns (fnmatch over the full tensor name, first match wins):
+// glob patterns (Python's fnmatch.fnmatchcase over the full tensor name,
+// whatever the locale; first match wins):
 //   colwise    splits dim 0 (a Linear's output features, and its bias)
 //   rowwise    splits the last dim of tensors with 2 or more dims; a 1-D or
 //              0-D tensor under rowwise is replicated (a row-parallel bias)
@@ -95,8 +96,10 @@ StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
 std::vector<TensorRequest> ShardRequests(std::span<const TensorInfo> tensors,
                                          const ShardedTensors& shards);
 
-// The plan's first pattern matching NAME (fnmatch, no escapes, '*' also
-// matches '.' and '/'), or nullptr.
+// The plan's first pattern matching NAME, or nullptr. Patterns mean what
+// they mean to Python's fnmatch.fnmatchcase: '*', '?' (one character of
+// UTF-8), '[set]' with '!' to negate and ranges; no escape character; '*'
+// also matches '.' and '/'; the same answer in every locale.
 const TpPlanEntry* MatchPlan(std::span<const TpPlanEntry> plan,
                              std::string_view name);
 

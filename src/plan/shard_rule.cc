@@ -1,9 +1,9 @@
 // The tensor-parallel shard rule (include/weightlift/tensor_parallel.h):
 // pure arithmetic over tensor shapes, no I/O.
-#include <fnmatch.h>
-
 #include <string>
+#include <vector>
 
+#include "plan/glob_match.h"
 #include "weightlift/tensor_parallel.h"
 
 namespace weightlift {
@@ -55,11 +55,9 @@ Status TensorParallel::Validate() const {
 
 const TpPlanEntry* MatchPlan(std::span<const TpPlanEntry> plan,
                              std::string_view name) {
-  const std::string n(name);
+  // Python's fnmatch rules, whatever the process's locale (glob_match.h).
   for (const TpPlanEntry& e : plan) {
-    // FNM_NOESCAPE: Python's fnmatch has no escape character either, and
-    // without FNM_PATHNAME / FNM_PERIOD '*' crosses '.' and '/' as there.
-    if (fnmatch(e.pattern.c_str(), n.c_str(), FNM_NOESCAPE) == 0) return &e;
+    if (internal::GlobPattern(e.pattern).Matches(name)) return &e;
   }
   return nullptr;
 }
@@ -151,10 +149,18 @@ StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
   ShardedTensors out;
   out.shards.reserve(tensors.size());
   std::vector<bool> used(tp.plan.size(), false);
+  // Each pattern compiled once, not once per tensor (MatchPlan's order).
+  std::vector<internal::GlobPattern> patterns;
+  patterns.reserve(tp.plan.size());
+  for (const TpPlanEntry& e : tp.plan) patterns.emplace_back(e.pattern);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
     const uint32_t index = static_cast<uint32_t>(i);
-    const TpPlanEntry* entry = MatchPlan(tp.plan, t.name);
+    const std::vector<char32_t> name = internal::DecodeChars(t.name);
+    const TpPlanEntry* entry = nullptr;
+    for (size_t k = 0; k < patterns.size() && !entry; ++k) {
+      if (patterns[k].MatchesChars(name)) entry = &tp.plan[k];
+    }
     if (entry) used[static_cast<size_t>(entry - tp.plan.data())] = true;
     const ShardStyle style = entry ? entry->style : ShardStyle::kReplicate;
     const size_t rank = t.shape.size();
@@ -174,7 +180,7 @@ StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
     const TpPlanEntry& e = tp.plan[i];
     bool matches_any = false;
     for (const TensorInfo& t : tensors) {
-      if (fnmatch(e.pattern.c_str(), t.name.c_str(), FNM_NOESCAPE) == 0) {
+      if (patterns[i].Matches(t.name)) {
         matches_any = true;
         break;
       }

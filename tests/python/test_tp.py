@@ -650,3 +650,35 @@ def test_positioned_part_reads_match_the_loader(ckpt):
         assert torch.equal(buf, want), s.name
         checked += 1
     assert checked > 10
+
+
+def test_plan_patterns_mean_what_python_fnmatch_means(tmp_path):
+    """The shard rule (C++) reads tp_plan patterns as Python's
+    fnmatch.fnmatchcase does, in whatever locale: sets with '!' and ranges,
+    '^' and '\\' as plain characters, '?' as one (non-ASCII) character.
+    Each tensor's part is compared with tp_reference's, which uses Python's
+    fnmatch itself."""
+    from tp_reference import part_bounds, word_of
+    names = ["a.w", "b.w", "c.w", "x^.w", "x!.w", "x-.w", "x].w", "xé.w",
+             "xée.w", "d\\e.w", "[.w", "model.layers.1.q.w", "q-z.w"]
+    plans = [
+        {"x[^a].w": "colwise", "*": "rowwise"},
+        {"x[!a-z].w": "colwise", "?.w": "rowwise"},
+        {"x?.w": "colwise", "x??.w": "rowwise"},
+        {"[!]a].w": "colwise", "x[]-a].w": "rowwise"},
+        {"d\\e.w": "colwise", "[.w": "rowwise", "[c-a].w": "colwise"},
+        {"*.[a-q].w": "colwise", "[q-][-z].w": "rowwise"},
+    ]
+    t = {n: torch.arange(24, dtype=torch.float32).reshape(4, 6) + i
+         for i, n in enumerate(names)}
+    save_file(t, str(tmp_path / "model.safetensors"))
+    path = str(tmp_path / "model.safetensors")
+    for plan in plans:
+        got = weightlift.load_checkpoint(path, tp_rank=1, tp_size=2,
+                                         tp_plan=plan)
+        for name in names:
+            p = part_bounds(name, [4, 6], plan, 1, 2)
+            want = t[name] if p is None else t[name].narrow(
+                p[0], p[1], p[2] - p[1])
+            assert torch.equal(got[name], want), (plan, name,
+                                                  word_of(name, plan))
