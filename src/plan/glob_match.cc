@@ -125,7 +125,7 @@ GlobPattern::GlobPattern(std::string_view pattern) {
       continue;
     }
     if (chunks.size() == 1 && chunks[0] == U"!") {
-      tokens_.push_back({Kind::kAny});  // "[!]": any one character
+      tokens_.push_back({Kind::kAny});  // "[!b-a]": any one character
       continue;
     }
     Token t{Kind::kSet};

@@ -17,7 +17,9 @@
 //            (a range whose start is above its end matches nothing); '!'
 //            first negates; ']' first, or right after that '!', is a
 //            member; a '-' first, last, or right after a range is a member;
-//            "[!]" matches any one character;
+//            a negated set whose ranges all dropped out ("[!b-a]") matches
+//            any one character ("[!]" itself has no closing ']': its ']'
+//            is a member);
 //   [        with no closing ']' is a literal '[';
 //   anything else, '\' included, matches itself.
 // The whole name must match.

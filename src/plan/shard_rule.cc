@@ -53,13 +53,37 @@ Status TensorParallel::Validate() const {
   return Status::OK();
 }
 
+namespace {
+
+// A plan's patterns compiled once: Python's fnmatch rules, whatever the
+// process's locale (glob_match.h).
+class PlanPatterns {
+ public:
+  explicit PlanPatterns(std::span<const TpPlanEntry> plan) {
+    patterns_.reserve(plan.size());
+    for (const TpPlanEntry& e : plan) patterns_.emplace_back(e.pattern);
+  }
+  // Index of the first pattern matching NAME (decoded), or -1.
+  int First(std::span<const char32_t> name) const {
+    for (size_t k = 0; k < patterns_.size(); ++k) {
+      if (patterns_[k].MatchesChars(name)) return static_cast<int>(k);
+    }
+    return -1;
+  }
+  const internal::GlobPattern& operator[](size_t k) const {
+    return patterns_[k];
+  }
+
+ private:
+  std::vector<internal::GlobPattern> patterns_;
+};
+
+}  // namespace
+
 const TpPlanEntry* MatchPlan(std::span<const TpPlanEntry> plan,
                              std::string_view name) {
-  // Python's fnmatch rules, whatever the process's locale (glob_match.h).
-  for (const TpPlanEntry& e : plan) {
-    if (internal::GlobPattern(e.pattern).Matches(name)) return &e;
-  }
-  return nullptr;
+  const int k = PlanPatterns(plan).First(internal::DecodeChars(name));
+  return k < 0 ? nullptr : &plan[static_cast<size_t>(k)];
 }
 
 SplitRange TensorSplitRange(uint64_t length, int n, int r) {
@@ -149,20 +173,14 @@ StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
   ShardedTensors out;
   out.shards.reserve(tensors.size());
   std::vector<bool> used(tp.plan.size(), false);
-  // Each pattern compiled once, not once per tensor (MatchPlan's order).
-  std::vector<internal::GlobPattern> patterns;
-  patterns.reserve(tp.plan.size());
-  for (const TpPlanEntry& e : tp.plan) patterns.emplace_back(e.pattern);
+  const PlanPatterns patterns(tp.plan);  // compiled once, not per tensor
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
     const uint32_t index = static_cast<uint32_t>(i);
-    const std::vector<char32_t> name = internal::DecodeChars(t.name);
-    const TpPlanEntry* entry = nullptr;
-    for (size_t k = 0; k < patterns.size() && !entry; ++k) {
-      if (patterns[k].MatchesChars(name)) entry = &tp.plan[k];
-    }
-    if (entry) used[static_cast<size_t>(entry - tp.plan.data())] = true;
-    const ShardStyle style = entry ? entry->style : ShardStyle::kReplicate;
+    const int k = patterns.First(internal::DecodeChars(t.name));
+    if (k >= 0) used[static_cast<size_t>(k)] = true;
+    const ShardStyle style =
+        k >= 0 ? tp.plan[static_cast<size_t>(k)].style : ShardStyle::kReplicate;
     const size_t rank = t.shape.size();
     TensorShard shard;
     if (style == ShardStyle::kColwise && rank >= 1) {
