@@ -114,12 +114,6 @@ struct LoadOptions {
   // share of staging_bytes (at least 2 slots per thread). The report says
   // so. 1: this process alone.
   int local_world_size = 1;
-  // Threads that map the page-cache pages of row runs (a tensor-parallel
-  // rank's row-parallel slices, read from a mapping of the page cache)
-  // ahead of the readers, so that the readers only copy: 0 = automatic (the
-  // cores this process's share leaves idle, less one, at most 4; see
-  // src/exec/rows_prefaulter.h), -1 = none, N = N.
-  int prefault_threads = 0;
 
   // InvalidArgument if a knob is out of range (names the knob and value).
   // The one check of the options: loaders call it before anything else.
@@ -135,7 +129,7 @@ struct LoadOptions {
 // device, backend, gds, host_register, threads, chunk, cuda_chunk, staging,
 // queue_depth, direct_min_bytes, copy_streams, resident_threshold,
 // zero_copy, host_register_piece, host_buffer_cache, uring_register_min,
-// local_world_size, prefault_threads.
+// local_world_size.
 const std::vector<std::string_view>& LoadOptionNames();
 
 // Sets the knob NAME (one of LoadOptionNames) of OPTIONS from VALUE as text,
@@ -147,7 +141,6 @@ const std::vector<std::string_view>& LoadOptionNames();
 //   zero_copy            true | false (also on/off, 1/0)
 //   threads, queue_depth, copy_streams   a decimal integer (0: auto)
 //   local_world_size     a decimal integer, 1 to 1024
-//   prefault_threads     a decimal integer, -1 (none), 0 (auto) to 16
 //   resident_threshold   a decimal fraction, 0 to 1
 //   chunk                bytes per read (ParseByteSize); for CUDA devices
 //                        also the staging slot (sets chunk_bytes and

@@ -37,9 +37,6 @@ local_world_size     processes loading at once on this host (tensor-parallel
                      process's share of staging; default: the
                      LOCAL_WORLD_SIZE environment variable (torchrun sets
                      it), else 1
-prefault_threads     threads that map a tensor-parallel rank's row runs'
-                     page-cache pages ahead of the readers; 0 = automatic
-                     (idle cores, at most 4), -1 = none
 ===================  =======================================================
 
 Sizes: an int is bytes; a string is bytes or a number with a unit. K, M, G,
@@ -60,8 +57,7 @@ OPTION_NAMES = tuple(_native.option_names())
 _SIZE_OPTIONS = ("chunk", "cuda_chunk", "staging", "direct_min_bytes",
                  "host_register_piece", "host_buffer_cache",
                  "uring_register_min")
-_INT_OPTIONS = ("threads", "queue_depth", "copy_streams", "local_world_size",
-                "prefault_threads")
+_INT_OPTIONS = ("threads", "queue_depth", "copy_streams", "local_world_size")
 
 
 def parse_size(value: Any, name: str = "size") -> int:

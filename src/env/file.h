@@ -126,21 +126,6 @@ class File {
   virtual Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
                           uint64_t rows, std::byte* dst);
 
-  // Makes a later ReadRows of the same runs cheaper, if this File can:
-  // a File that copies row runs out of a mapping of the page cache maps
-  // their pages now (page-table entries), so that the reader does not take
-  // those page faults itself. Advisory: returns whether it did anything;
-  // never fails (a ReadRows still checks and reports everything).
-  // Thread-safe as ReadAt.
-  virtual bool PrefaultRows(uint64_t offset, uint64_t pitch, uint64_t width,
-                            uint64_t rows) {
-    (void)offset;
-    (void)pitch;
-    (void)width;
-    (void)rows;
-    return false;
-  }
-
   // The file's identity now (fstat; a HEAD for object storage), to compare
   // with identity(): a file changed in place shows a new size or mtime.
   // Thread-safe.

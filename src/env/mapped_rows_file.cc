@@ -47,21 +47,6 @@ class RowsFromMappingFile final : public File {
     return Status::OK();
   }
 
-  bool PrefaultRows(uint64_t offset, uint64_t pitch, uint64_t width,
-                    uint64_t rows) override {
-    if (rows <= 1 || width == 0 || pitch > kMappedRowsMaxPitch) return false;
-    const uint64_t cover = (rows - 1) * pitch + width;
-    if (rows > size() / pitch + 1 || offset > size() ||
-        cover > size() - offset) {
-      return false;
-    }
-    const Mapping* map = WholeFile();
-    if (map == nullptr) return false;
-    // EFAULT (the file shrank) is left to ReadRows, which checks the size.
-    (void)PopulateRuns(*map, 0, offset, pitch, width, rows);
-    return true;
-  }
-
   StatusOr<FileIdentity> Stat() const override { return base_->Stat(); }
   StatusOr<std::unique_ptr<File>> Reopen(
       Backend backend, const IoOptions& options) const override {

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -13,7 +12,6 @@
 #include "exec/executor.h"
 #include "exec/mapped_load.h"
 #include "exec/populator.h"
-#include "exec/rows_prefaulter.h"
 #include "exec/request.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
@@ -221,34 +219,8 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     if (populate && !plans[r].chunks.empty()) {
       populator.emplace(plans[r], &next_chunk, Populator::DefaultThreads());
     }
-    std::optional<RowsPrefaulter> prefaulter;
-    int prefault_threads = 0;
-    if (options_.prefault_threads >= 0 && RowsPrefaulter::Wanted(plans[r])) {
-      const int workers = run.threads > 0
-                              ? std::min(run.threads, target_->pool().size())
-                              : target_->pool().size();
-      prefault_threads =
-          options_.prefault_threads > 0
-              ? options_.prefault_threads
-              : RowsPrefaulter::SpareThreads(std::thread::hardware_concurrency(),
-                                             options_.local_world_size, workers);
-      if (prefault_threads > 0) {
-        prefaulter.emplace(plans[r], files[r], &next_chunk, prefault_threads);
-      }
-    }
     RunPlan(plans[r], files[r], *routing.routes[r].sink, target_->pool(), run,
             done, &stats);
-    if (prefaulter) {
-      const size_t n = prefaulter->Finish();
-      size_t row_chunks = 0;
-      for (const ReadChunk& c : plans[r].chunks) row_chunks += c.rows > 1;
-      report->notes.push_back(
-          "row runs: " + std::to_string(n) + " of " +
-          std::to_string(row_chunks) +
-          " row-run reads had their pages mapped ahead of the readers by " +
-          std::to_string(prefault_threads) + " thread" +
-          (prefault_threads == 1 ? "" : "s") + " (prefault_threads)");
-    }
     if (populator) {
       if (const int err = populator->Finish(); err != 0) populate_refused = err;
     }

@@ -90,7 +90,6 @@ std::string LoadReport::ToJson() const {
         {"host_buffer_cache", o.host_buffer_cache_bytes},
         {"uring_register_min", o.uring_register_min_bytes},
         {"local_world_size", o.local_world_size},
-        {"prefault_threads", o.prefault_threads},
     };
   } else {
     j["options"] = nullptr;

@@ -140,10 +140,6 @@ Status LoadOptions::Validate() const {
   if (queue_depth < 1 || queue_depth > 4096) {
     return Bad("queue_depth", std::to_string(queue_depth), "must be 1 to 4096");
   }
-  if (prefault_threads < -1 || prefault_threads > 16) {
-    return Bad("prefault_threads", std::to_string(prefault_threads),
-               "must be -1 (none), 0 (auto) or 1 to 16");
-  }
   if (copy_streams < 0 || copy_streams > 256) {
     return Bad("copy_streams", std::to_string(copy_streams),
                "must be 0 (auto) to 256");
@@ -249,8 +245,7 @@ const std::vector<std::string_view>& LoadOptionNames() {
                                                        "host_register_piece",
                                                        "host_buffer_cache",
                                                        "uring_register_min",
-                                                       "local_world_size",
-                                                       "prefault_threads"};
+                                                       "local_world_size"};
   return kNames;
 }
 
@@ -295,8 +290,6 @@ Status SetLoadOption(LoadOptions& o, std::string_view name,
     WL_ASSIGN_OR_RETURN(o.uring_register_min_bytes, ParseSizeKnob(name, value));
   } else if (name == "local_world_size") {
     WL_ASSIGN_OR_RETURN(o.local_world_size, ParseInt(name, value));
-  } else if (name == "prefault_threads") {
-    WL_ASSIGN_OR_RETURN(o.prefault_threads, ParseInt(name, value));
   } else {
     std::string known;
     for (std::string_view n : LoadOptionNames()) {
@@ -329,10 +322,7 @@ std::string LoadOptions::ToString() const {
          AutoOr(host_register_piece_bytes, Size(host_register_piece_bytes)) +
          ", host_buffer_cache " + Size(host_buffer_cache_bytes) +
          ", uring_register_min " + never + ", local_world_size " +
-         std::to_string(local_world_size) + ", prefault_threads " +
-         (prefault_threads == 0    ? std::string("auto")
-          : prefault_threads == -1 ? std::string("none")
-                                   : std::to_string(prefault_threads));
+         std::to_string(local_world_size);
 }
 
 }  // namespace weightlift

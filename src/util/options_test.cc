@@ -46,8 +46,6 @@ TEST(LoadOptionsTest, Validate) {
   bad([](LoadOptions& o) { o.threads = -1; }, "threads");
   bad([](LoadOptions& o) { o.local_world_size = 0; }, "local_world_size");
   bad([](LoadOptions& o) { o.local_world_size = 1025; }, "local_world_size");
-  bad([](LoadOptions& o) { o.prefault_threads = -2; }, "prefault_threads");
-  bad([](LoadOptions& o) { o.prefault_threads = 17; }, "prefault_threads");
   bad([](LoadOptions& o) { o.chunk_bytes = 1000; }, "chunk_bytes");
   bad([](LoadOptions& o) { o.staging_bytes = 4096; }, "staging_bytes");
   bad([](LoadOptions& o) { o.queue_depth = 0; }, "queue_depth");
@@ -103,7 +101,6 @@ TEST(SetLoadOptionTest, EveryKnobByName) {
       {"host_buffer_cache", "0"},
       {"uring_register_min", "1G"},
       {"local_world_size", "8"},
-      {"prefault_threads", "-1"},
   };
   ASSERT_EQ(std::size(values), LoadOptionNames().size());
   for (size_t i = 0; i < std::size(values); ++i) {
@@ -125,7 +122,6 @@ TEST(SetLoadOptionTest, EveryKnobByName) {
   EXPECT_DOUBLE_EQ(o.resident_threshold, 0.25);
   EXPECT_FALSE(o.zero_copy);
   EXPECT_EQ(o.local_world_size, 8);
-  EXPECT_EQ(o.prefault_threads, -1);
   EXPECT_EQ(o.host_register_piece_bytes, 128u << 20);
   EXPECT_EQ(o.host_buffer_cache_bytes, 0u);
   EXPECT_EQ(o.uring_register_min_bytes, 1u << 30);
