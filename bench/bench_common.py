@@ -17,10 +17,10 @@ def parse_options(pairs):
     return out
 
 
-# A Python program for `python -c`: argv ROOT LOCATION N R. Loads LOCATION
-# (a folder or an s3:// prefix) with weightlift.load_checkpoint into host
-# memory, as rank R of N under Llama's tp_plan (N = 0: the whole
-# checkpoint), timed from after its imports (torch included) to the end of
+# A Python program for `python -c`: argv ROOT LOCATION N R [OPTIONS_JSON].
+# Loads LOCATION (a folder or an s3:// prefix) with weightlift.load_checkpoint
+# into host memory, as rank R of N under Llama's tp_plan (N = 0: the whole
+# checkpoint), with the load options of OPTIONS_JSON if given, timed from after its imports (torch included) to the end of
 # the load, and prints one JSON line: seconds, bytes, bytes_read and the
 # report's slices note. tp_cold.py and object_tp.py run it per measurement.
 TP_RANK_LOAD = r"""
@@ -31,6 +31,7 @@ import torch  # noqa: F401 - weightlift imports it lazily: not on the clock
 import weightlift
 location, n, r = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 kw = dict(tp_rank=r, tp_size=n, tp_plan=LLAMA_PLAN) if n else {}
+kw.update(json.loads(sys.argv[5]) if len(sys.argv) > 5 else {})
 t = time.perf_counter()
 sd = weightlift.load_checkpoint(location, **kw)
 dt = time.perf_counter() - t

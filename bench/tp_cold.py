@@ -3,7 +3,7 @@ disk's limit, the whole checkpoint cold, and safetensors' get_slice, in one
 run (host memory: the question is the reads, not the copies).
 
     python3 bench/tp_cold.py --ckpt DIR [--n 8] [--r 0] [--rounds 2]
-        [--variant NAME=PYTHONPATH ...] [--out DIR]
+        [--variant NAME=PYTHONPATH ...] [--option NAME=VALUE ...] [--out DIR]
 
 Each measurement is a fresh process after the checkpoint's pages were
 evicted (posix_fadvise DONTNEED on every file), timed from after its
@@ -14,7 +14,9 @@ imports (torch included) to the end of the load:
   rank NAME    load_checkpoint(DIR, tp_rank=R, tp_size=N, tp_plan=Llama's);
   st_get_slice safetensors' safe_open + get_slice of the same parts.
 Each --variant is another weightlift (its python folder on PYTHONPATH, e.g.
-an older build) run as full and rank rows: an A/B in the same run. Rounds
+an older build) run as full and rank rows: an A/B in the same run. Each
+--option is a load option for every weightlift row (e.g. backend=pread).
+Rounds
 rotate the order. Prints a table (best and median seconds per row, bytes
 read, the rank's slices note) and writes results.json to --out.
 """
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from bench_common import TP_RANK_LOAD, evict
+from bench_common import TP_RANK_LOAD, evict, parse_options
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -69,11 +71,12 @@ def fio_seconds(ckpt):
     return {"seconds": total, "bytes": nb, "bytes_read": nb, "note": ""}
 
 
-def python_row(code, pythonpath, ckpt, n, r):
+def python_row(code, pythonpath, ckpt, n, r, options=None):
     env = dict(os.environ, PYTHONPATH=pythonpath)
+    extra = [json.dumps(options)] if options else []
     out = subprocess.run([sys.executable, "-c", code, ROOT, ckpt, str(n),
-                          str(r)], env=env, check=True, capture_output=True,
-                         text=True).stdout
+                          str(r), *extra], env=env, check=True,
+                         capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -85,16 +88,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variant", action="append", default=[],
                     metavar="NAME=PYTHONPATH")
+    ap.add_argument("--option", action="append", default=[],
+                    metavar="NAME=VALUE")
     ap.add_argument("--out")
     a = ap.parse_args()
+    opts = parse_options(a.option)
     variants = [("new", os.environ.get("PYTHONPATH", ""))]
     variants += [tuple(v.split("=", 1)) for v in a.variant]
     rows = [("fio", lambda: fio_seconds(a.ckpt))]
     for name, pp in variants:
         rows.append((f"full {name}", lambda pp=pp: python_row(
-            TP_RANK_LOAD, pp, a.ckpt, 0, 0)))
+            TP_RANK_LOAD, pp, a.ckpt, 0, 0, opts)))
         rows.append((f"rank {name}", lambda pp=pp: python_row(
-            TP_RANK_LOAD, pp, a.ckpt, a.n, a.r)))
+            TP_RANK_LOAD, pp, a.ckpt, a.n, a.r, opts)))
     rows.append(("st_get_slice", lambda: python_row(
         ST_SLICE, variants[0][1], a.ckpt, a.n, a.r)))
     got = {name: [] for name, _ in rows}
@@ -110,7 +116,8 @@ def main():
                   f"{res['bytes'] / 1e9:.3f} GB delivered, "
                   f"{res['bytes_read'] / 1e9:.3f} GB read", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
-    print(f"\nrank {a.r} of {a.n}, {a.ckpt}, cold, {a.rounds} rounds")
+    print(f"\nrank {a.r} of {a.n}, {a.ckpt}, cold, {a.rounds} rounds; "
+          f"weightlift options: {opts or 'defaults'}")
     print("| row | best s | median s | GB delivered | GB read |")
     print("|---|---|---|---|---|")
     for name, _ in rows:
@@ -124,8 +131,8 @@ def main():
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "results.json"), "w") as f:
-            json.dump({"ckpt": a.ckpt, "n": a.n, "r": a.r, "rows": got}, f,
-                      indent=1)
+            json.dump({"ckpt": a.ckpt, "n": a.n, "r": a.r, "options": opts,
+                       "rows": got}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "env/cold_file.h"
 #include "env/fault_file.h"
 #include "env/mapped_rows_file.h"
 #include "env/memory_file.h"
@@ -362,6 +363,42 @@ TEST(EnvTest, ReadCostIsZeroForThePageCacheAndMoreForODirect) {
   EXPECT_EQ(MemoryFile("m", RandomBytes(8, 1)).read_cost_bytes(), 0u);
   EXPECT_EQ(MemoryFile("m", RandomBytes(8, 1), 4096).read_cost_bytes(),
             kDirectReadCostBytes);
+}
+
+// A buffered file whose pages are not resident (cold_file.h) weighs a read
+// as O_DIRECT does; everything else is the file's own: its reads (bytes,
+// row runs, errors past the end), path, identity, alignment and backend.
+TEST(EnvTest, ColdBufferedFileWeighsReadsAndIsOtherwiseItsBase) {
+  TempDir dir;
+  const std::string p = dir.File("a");
+  const std::vector<std::byte> bytes = RandomBytes(5 * 4096 + 7, 11);
+  WriteFileOrDie(p, bytes);
+  auto base = Open(p, Backend::kPread);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  const File* raw = base->get();
+  const std::string path = raw->path();
+  const uint64_t size = raw->size();
+  std::unique_ptr<File> cold = WithColdReads(std::move(*base));
+  EXPECT_EQ(cold->read_cost_bytes(), kDirectReadCostBytes);
+  EXPECT_EQ(cold->path(), path);
+  EXPECT_EQ(cold->size(), size);
+  EXPECT_EQ(cold->alignment(), 1u);
+  EXPECT_EQ(cold->backend_name(), BackendName(Backend::kPread));
+  EXPECT_GE(cold->native_fd(), 0);
+  std::vector<std::byte> got(100);
+  ASSERT_TRUE(cold->ReadAt(4090, got).ok());
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), bytes.begin() + 4090));
+  // Row runs: 3 runs of 10 bytes, 4096 apart, packed.
+  std::vector<std::byte> rows(30);
+  ASSERT_TRUE(cold->ReadRows(5, 4096, 10, 3, rows.data()).ok());
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(std::equal(rows.begin() + r * 10, rows.begin() + r * 10 + 10,
+                           bytes.begin() + 5 + r * 4096))
+        << "row " << r;
+  }
+  Status past = cold->ReadAt(size - 3, got);
+  EXPECT_EQ(past.code(), StatusCode::kInvalidArgument) << past.ToString();
+  EXPECT_NE(past.message().find(path), std::string::npos) << past.ToString();
 }
 
 // Both O_DIRECT backends take their alignment from one question

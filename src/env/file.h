@@ -174,7 +174,9 @@ class File {
   // a slice's row runs (one read each) against a covering read
   // (PlaceOptions::read_cost_bytes). 0 where reads are memory copies (the
   // page cache: buffered, mmap; memory); kDirectReadCostBytes under O_DIRECT
-  // (alignment() > 1); object storage says its own.
+  // (alignment() > 1) and for buffered reads of a file whose pages are not
+  // resident (env/cold_file.h, applied by the loader); object storage says
+  // its own.
   virtual uint64_t read_cost_bytes() const {
     return alignment() > 1 ? kDirectReadCostBytes : 0;
   }

@@ -7,24 +7,21 @@
 #include <string>
 #include <utility>
 
+#include "env/forwarding_file.h"
 #include "env/io_util.h"
 
 namespace weightlift::internal {
 namespace {
 
-class RowsFromMappingFile final : public File {
+class RowsFromMappingFile final : public ForwardingFile {
  public:
   explicit RowsFromMappingFile(std::unique_ptr<File> base)
-      : base_(std::move(base)) {}
-
-  Status ReadAt(uint64_t offset, std::span<std::byte> dst) override {
-    return base_->ReadAt(offset, dst);
-  }
+      : ForwardingFile(std::move(base)) {}
 
   Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
                   uint64_t rows, std::byte* dst) override {
     if (rows <= 1 || width == 0 || pitch > kMappedRowsMaxPitch) {
-      return base_->ReadRows(offset, pitch, width, rows, dst);
+      return inner().ReadRows(offset, pitch, width, rows, dst);
     }
     // pitch <= kMappedRowsMaxPitch (64 KiB): no overflow for any row count
     // a file can hold.
@@ -32,12 +29,12 @@ class RowsFromMappingFile final : public File {
     if (rows > size() / pitch + 1 || offset > size() ||
         cover > size() - offset) {
       // Past the end: the base's reads name the run that fails.
-      return base_->ReadRows(offset, pitch, width, rows, dst);
+      return inner().ReadRows(offset, pitch, width, rows, dst);
     }
     const Mapping* map = WholeFile();
-    if (map == nullptr) return base_->ReadRows(offset, pitch, width, rows, dst);
+    if (map == nullptr) return inner().ReadRows(offset, pitch, width, rows, dst);
     // A page past the end of the file now would raise SIGBUS in the copy.
-    WL_ASSIGN_OR_RETURN(FileIdentity now, base_->Stat());
+    WL_ASSIGN_OR_RETURN(FileIdentity now, inner().Stat());
     if (now.size < offset + cover) {
       return ShrankUnderMapping(path(), offset, cover);
     }
@@ -47,29 +44,10 @@ class RowsFromMappingFile final : public File {
     return Status::OK();
   }
 
-  StatusOr<FileIdentity> Stat() const override { return base_->Stat(); }
-  StatusOr<std::unique_ptr<File>> Reopen(
-      Backend backend, const IoOptions& options) const override {
-    return base_->Reopen(backend, options);
-  }
-  StatusOr<Mapping> Map(uint64_t offset, uint64_t length,
-                        MapAccess access) const override {
-    return base_->Map(offset, length, access);
-  }
-  const std::string& path() const override { return base_->path(); }
-  const FileIdentity& identity() const override { return base_->identity(); }
-  size_t alignment() const override { return base_->alignment(); }
   // Row runs are copies out of the mapping: no read each.
   uint64_t read_cost_bytes() const override { return 0; }
-  std::string_view backend_name() const override {
-    return base_->backend_name();
-  }
-  int native_fd() const override { return base_->native_fd(); }
-  uint64_t registered_buffer_reads() const override {
-    return base_->registered_buffer_reads();
-  }
   std::string Degraded() const override {
-    std::string s = base_->Degraded();
+    std::string s = inner().Degraded();
     auto add = [&s](const std::string& line) {
       s += (s.empty() ? "" : "; ") + line;
     };
@@ -79,7 +57,7 @@ class RowsFromMappingFile final : public File {
           " strided reads copied from a mapping of the page cache");
     }
     if (mapped_.load(std::memory_order_acquire) == kRefused) {
-      add("row runs read one " + std::string(base_->backend_name()) +
+      add("row runs read one " + std::string(inner().backend_name()) +
           " each: the file cannot be mapped (" + refusal_ + ")");
     }
     return s;
@@ -95,7 +73,7 @@ class RowsFromMappingFile final : public File {
     if (state != kNotYet) return state == kMapped ? &map_ : nullptr;
     std::lock_guard<std::mutex> lock(map_mu_);
     if (mapped_.load(std::memory_order_relaxed) == kNotYet) {
-      StatusOr<Mapping> m = base_->Map(0, size(), MapAccess::kReadShared);
+      StatusOr<Mapping> m = inner().Map(0, size(), MapAccess::kReadShared);
       if (m.ok()) {
         map_ = std::move(*m);
         mapped_.store(kMapped, std::memory_order_release);
@@ -107,7 +85,6 @@ class RowsFromMappingFile final : public File {
     return mapped_.load(std::memory_order_relaxed) == kMapped ? &map_ : nullptr;
   }
 
-  std::unique_ptr<File> base_;
   std::mutex map_mu_;  // guards making map_ (once)
   std::atomic<int> mapped_{kNotYet};
   Mapping map_;          // written once under map_mu_, before kMapped

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "env/cold_file.h"
 #include "env/env.h"
 #include "env/mapped_rows_file.h"
 #include "env/page_cache.h"
@@ -85,13 +86,31 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
   if (direct.status().code() != StatusCode::kUnsupported) {
     return direct.status();
   }
-  out.file = std::move(buffered);
+  // Not resident (or unknown): every pread may be a request to storage.
+  out.file = WithColdReads(std::move(buffered));
   out.report.path_taken = BackendName(Backend::kPread);
-  out.report.reason = why + ": buffered pread (O_DIRECT unavailable)";
+  out.report.reason = why +
+                      ": buffered pread (O_DIRECT unavailable), each read "
+                      "weighed as a storage request";
   if (notes)
     notes->push_back(name + ": O_DIRECT unavailable (" +
                      direct.status().message() + "); used buffered pread");
   return out;
+}
+
+// A requested buffered (pread) file whose pages are mostly not resident:
+// its reads are requests to storage, and the planner should weigh them so
+// (cold_file.h). Resident files, files on tmpfs, and files that cannot be
+// sampled (object storage) keep their own cost.
+void WeighColdBufferedReads(const LoadOptions& options, OpenedFile* f) {
+  if (f->file->native_fd() < 0 || OnMemoryFileSystem(*f->file)) return;
+  auto residency = SampleResidency(*f->file);
+  if (!residency.ok()) return;
+  f->resident_fraction = residency->fraction;
+  if (residency->fraction >= options.resident_threshold) return;
+  f->file = WithColdReads(std::move(f->file));
+  f->report.reason += "; pages " + Percent(residency->fraction) +
+                      " resident: each read weighed as a storage request";
 }
 
 }  // namespace
@@ -133,6 +152,9 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
       out[i].report.reason =
           "requested (backend=" + std::string(BackendName(options.backend)) +
           ")";
+      if (options.backend == Backend::kPread) {
+        WeighColdBufferedReads(options, &out[i]);
+      }
     }
   }
   return out;

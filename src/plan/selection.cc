@@ -208,8 +208,8 @@ std::string PlacementStats::Note() const {
   }
   if (read_cost_bytes > 0) {
     s += "; a read weighed as " + std::to_string(read_cost_bytes >> 10) +
-         " KiB more (O_DIRECT or object storage: requests cost more than "
-         "their bytes)";
+         " KiB more (O_DIRECT, object storage or a file not in the page "
+         "cache: requests cost more than their bytes)";
   }
   return s;
 }

@@ -3,6 +3,8 @@ get_slice) against numpy slicing of the same real random data, under every
 storage backend, including O_DIRECT, where the planner chooses between row
 runs and covering reads placed with strided copies."""
 
+import os
+
 import numpy as np
 import pytest
 import safetensors.numpy
@@ -119,6 +121,65 @@ def test_o_direct_weighs_each_read(tmp_path):
         else:
             assert "1 as row runs in 512 reads" in notes, notes
             assert "weighed" not in notes, notes
+
+
+def _evict(path):
+    """Drops PATH's pages from the page cache (as bench_common.evict)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _on_memory_fs(path):
+    """Whether PATH lies on tmpfs or ramfs (its pages cannot be evicted):
+    the file system of the longest mount point above it."""
+    best, fstype = "", ""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            mount = left.split()[4]
+            if (path == mount or path.startswith(mount.rstrip("/") + "/")) \
+                    and len(mount) > len(best):
+                best, fstype = mount, right.split()[0]
+    return fstype in ("tmpfs", "ramfs")
+
+
+def test_cold_buffered_reads_weigh_each_read(tmp_path):
+    """backend=pread on a file whose pages are not in the page cache: each
+    pread would be a request to storage (env/cold_file.h), so the rank's
+    row runs are read covering and placed strided, as under O_DIRECT, and
+    the file's reason says why. Once the file is resident again the same
+    request keeps its row runs. Bit-exact both ways."""
+    rng = np.random.default_rng(10)
+    w = rng.integers(-2**15, 2**15, (512, 4096), dtype=np.int16)
+    path = str(tmp_path / "cold.safetensors")
+    safetensors.numpy.save_file({"w": w}, path)
+    if _on_memory_fs(path):
+        pytest.skip(f"{tmp_path} is on tmpfs/ramfs: its pages cannot be "
+                    "evicted")
+    ckpt = _core.open_checkpoint(path)
+    want = w[:, 512:1024]
+    loader = _core.make_loader({"backend": "pread"})
+    for cold in (True, False):
+        if cold:
+            _evict(path)
+        got = _slices.load_slices(loader, ckpt,
+                                  [("w", [(0, 512, 1), (512, 1024, 1)], [])],
+                                  "np", "cpu")[0]
+        assert got.tobytes() == want.tobytes(), cold
+        rep = weightlift.last_report()
+        notes = " ".join(rep.notes)
+        reason = rep.files[0].reason
+        if cold:
+            assert "weighed as a storage request" in reason, reason
+            assert "1 strided over 512 rows" in notes, notes
+            assert "a read weighed as 32 KiB more" in notes, notes
+        else:
+            assert "storage request" not in reason, reason
+            assert "1 as row runs in 512 reads" in notes, notes
 
 
 def test_bad_requests_raise_named_errors(big_file):
