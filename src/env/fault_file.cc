@@ -78,13 +78,13 @@ Status FaultInjectingFile::ReadAt(uint64_t offset, std::span<std::byte> dst) {
     return Status::IoError("file ended early (truncated?, injected): " +
                            DescribeRange(path(), offset, len));
   }
-  return inner_->ReadAt(offset, dst);
+  return inner().ReadAt(offset, dst);
 }
 
 StatusOr<std::unique_ptr<File>> FaultInjectingFile::Reopen(
     Backend backend, const IoOptions& options) const {
   WL_ASSIGN_OR_RETURN(std::unique_ptr<File> inner,
-                      inner_->Reopen(backend, options));
+                      inner().Reopen(backend, options));
   return std::unique_ptr<File>(
       new FaultInjectingFile(std::move(inner), faults_));
 }

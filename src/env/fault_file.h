@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "env/file.h"
+#include "env/forwarding_file.h"
 
 namespace weightlift::internal {
 
@@ -112,37 +113,22 @@ struct FileFaults {
 // identity(), Stat(), alignment() and backend_name() are INNER's; Reopen
 // wraps INNER's view in the same faults (so faults survive a loader's choice
 // of backend); Map is INNER's (a mapping has no reads to fail).
-class FaultInjectingFile final : public File {
+class FaultInjectingFile final : public ForwardingFile {
  public:
   FaultInjectingFile(std::unique_ptr<File> inner, const FileFaults& faults)
-      : inner_(std::move(inner)), faults_(faults) {}
+      : ForwardingFile(std::move(inner)), faults_(faults) {}
 
   Status ReadAt(uint64_t offset, std::span<std::byte> dst) override;
-  StatusOr<FileIdentity> Stat() const override { return inner_->Stat(); }
+  // One ReadAt per run (File's own), so that every run meets the faults.
+  Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
+                  uint64_t rows, std::byte* dst) override {
+    return File::ReadRows(offset, pitch, width, rows, dst);
+  }
   StatusOr<std::unique_ptr<File>> Reopen(
       Backend backend, const IoOptions& options) const override;
-  StatusOr<Mapping> Map(uint64_t offset, uint64_t length,
-                        MapAccess access) const override {
-    return inner_->Map(offset, length, access);
-  }
-  const std::string& path() const override { return inner_->path(); }
-  const FileIdentity& identity() const override { return inner_->identity(); }
-  size_t alignment() const override { return inner_->alignment(); }
-  uint64_t read_cost_bytes() const override {
-    return inner_->read_cost_bytes();
-  }
-  std::string_view backend_name() const override {
-    return inner_->backend_name();
-  }
-  int native_fd() const override { return inner_->native_fd(); }
-  std::string Degraded() const override { return inner_->Degraded(); }
-  uint64_t registered_buffer_reads() const override {
-    return inner_->registered_buffer_reads();
-  }
   uint64_t reads() const { return reads_.load(); }
 
  private:
-  std::unique_ptr<File> inner_;
   FileFaults faults_;
   std::atomic<uint64_t> reads_{0};
 };
