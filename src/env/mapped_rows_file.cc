@@ -32,7 +32,8 @@ class RowsFromMappingFile final : public ForwardingFile {
       return inner().ReadRows(offset, pitch, width, rows, dst);
     }
     const Mapping* map = WholeFile();
-    if (map == nullptr) return inner().ReadRows(offset, pitch, width, rows, dst);
+    if (map == nullptr)
+      return inner().ReadRows(offset, pitch, width, rows, dst);
     // A page past the end of the file now would raise SIGBUS in the copy.
     WL_ASSIGN_OR_RETURN(FileIdentity now, inner().Stat());
     if (now.size < offset + cover) {
