@@ -20,9 +20,10 @@ def parse_options(pairs):
 # A Python program for `python -c`: argv ROOT LOCATION N R [OPTIONS_JSON].
 # Loads LOCATION (a folder or an s3:// prefix) with weightlift.load_checkpoint
 # into host memory, as rank R of N under Llama's tp_plan (N = 0: the whole
-# checkpoint), with the load options of OPTIONS_JSON if given, timed from after its imports (torch included) to the end of
-# the load, and prints one JSON line: seconds, bytes, bytes_read and the
-# report's slices note. tp_cold.py and object_tp.py run it per measurement.
+# checkpoint), with the load options of OPTIONS_JSON if given, timed from
+# after its imports (torch included) to the end of the load, and prints one
+# JSON line: seconds, bytes, bytes_read and the report's slices note.
+# tp_cold.py and object_tp.py run it per measurement.
 TP_RANK_LOAD = r"""
 import json, os, sys, time
 sys.path.insert(0, os.path.join(sys.argv[1], "tests", "python"))

@@ -12,9 +12,6 @@
 #   pack          refresh the archive
 #   build_tree SRC BUILD NAME   Release build of the CLI and the Python
 #                 module (CLI11 and liburing from the carried .deps)
-#   checkpoint_ready DIR LAYOUT CLI   DIR holds a synthetic checkpoint of
-#                 LAYOUT (made with CLI's synth unless its index is there),
-#                 read once so that it is in the page cache
 T0=$(date +%s)
 DEADLINE=${DEADLINE:-540}
 RET=$OUT
@@ -34,12 +31,6 @@ build_tree() {
     -DCMAKE_PREFIX_PATH="$ROOT/.deps" > "$OUT/build_$3.log" 2>&1 &&
     ninja -C "$2" -j6 weightlift_cli weightlift_python >> "$OUT/build_$3.log" 2>&1
   echo "build $3 rc $?" >> "$OUT/summary.txt"
-}
-checkpoint_ready() {
-  mkdir -p "$1"
-  [ -f "$1/model.safetensors.index.json" ] ||
-    "$3" synth --layout "$2" --shards 2 "$1" > "$OUT/synth.log" 2>&1
-  cat "$1"/*.safetensors > /dev/null
 }
 cat .probe/commit.txt > "$OUT/commit.txt" 2>/dev/null
 # The machine has no udev database; libcufile and the page-cache probe read

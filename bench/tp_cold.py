@@ -16,8 +16,7 @@ imports (torch included) to the end of the load:
 Each --variant is another weightlift (its python folder on PYTHONPATH, e.g.
 an older build) run as full and rank rows: an A/B in the same run. Each
 --option is a load option for every weightlift row (e.g. backend=pread).
-Rounds
-rotate the order. Prints a table (best and median seconds per row, bytes
+Rounds rotate the order. Prints a table (best and median seconds per row, bytes
 read, the rank's slices note) and writes results.json to --out.
 """
 

@@ -4,6 +4,7 @@ storage backend, including O_DIRECT, where the planner chooses between row
 runs and covering reads placed with strided copies."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +13,11 @@ import torch
 
 import weightlift
 from weightlift import _core, _native, _slice_index, _slices
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from bench_common import evict  # noqa: E402 - the benchmarks' eviction
 
 BACKENDS = ["pread", "direct", "uring", "mmap"]
 
@@ -123,16 +129,6 @@ def test_o_direct_weighs_each_read(tmp_path):
             assert "weighed" not in notes, notes
 
 
-def _evict(path):
-    """Drops PATH's pages from the page cache (as bench_common.evict)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def _on_memory_fs(path):
     """Whether PATH lies on tmpfs or ramfs (its pages cannot be evicted):
     the file system of the longest mount point above it."""
@@ -165,7 +161,7 @@ def test_cold_buffered_reads_weigh_each_read(tmp_path):
     loader = _core.make_loader({"backend": "pread"})
     for cold in (True, False):
         if cold:
-            _evict(path)
+            evict([path])
         got = _slices.load_slices(loader, ckpt,
                                   [("w", [(0, 512, 1), (512, 1024, 1)], [])],
                                   "np", "cpu")[0]
