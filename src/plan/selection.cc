@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 
 namespace weightlift::internal {
 namespace {
@@ -21,10 +22,39 @@ bool IsFull(const DimSlice& s, uint64_t dim) {
 
 // Aligned bytes and number of reads of the rows of B read one by one at
 // granularity G (rows whose aligned ranges touch are one read).
+//
+// This runs for every row-run block of every load, so it must not walk the
+// rows: a Llama-2-7B rank 0 of 8 with every tensor row-parallel has 1.4
+// million of them, and walking each twice (two 64-bit divisions per row)
+// took 18-25 ms of a 60 ms load (session 13, bench/results/
+// 2026-12-04-h200-session13/). Where no two rows can touch (PITCH at
+// least WIDTH + 2G - 1: a row's aligned range reaches at most G - 1 bytes
+// past its end, the next one's at most G - 1 before its start), every row
+// is a read, and its aligned bytes depend only on its offset modulo G,
+// which repeats every G / gcd(PITCH mod G, G) rows: one period is summed.
+// Rows that may touch (close runs under O_DIRECT) are walked.
 void RunsBytes(const RowBlock& b, uint64_t g, uint64_t* bytes,
                uint64_t* reads) {
   *bytes = 0;
   *reads = 0;
+  if (b.rows == 0) return;
+  auto aligned = [&](uint64_t r) {
+    const uint64_t s = b.file_offset + r * b.pitch;
+    return AlignUp(s + b.width, g) - AlignDown(s, g);
+  };
+  if (b.rows == 1 || b.pitch >= b.width + 2 * g - 1) {
+    const uint64_t period = g / std::gcd(b.pitch % g, g);
+    const uint64_t walk = std::min(b.rows, period);
+    const uint64_t rest = b.rows % period;
+    uint64_t sum = 0, head = 0;
+    for (uint64_t r = 0; r < walk; ++r) {
+      if (r == rest) head = sum;
+      sum += aligned(r);
+    }
+    *bytes = b.rows <= period ? sum : (b.rows / period) * sum + head;
+    *reads = b.rows;
+    return;
+  }
   uint64_t lo = 0, hi = 0;
   for (uint64_t r = 0; r < b.rows; ++r) {
     const uint64_t s = AlignDown(b.file_offset + r * b.pitch, g);
@@ -233,7 +263,12 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
         ++stats->contiguous;
         stats->moved_bytes += CoverBytes(b, g);
       }
-    } else if (StridedCost(b, o) <= RowRunsCost(b, o)) {
+      at += bytes;
+      continue;
+    }
+    uint64_t moved = 0, reads = 0;
+    RunsBytes(b, g, &moved, &reads);
+    if (StridedCost(b, o) <= moved + reads * o.read_cost_bytes) {
       Segment seg{sel.file, b.file_offset, b.width, at, request};
       seg.rows = b.rows;
       seg.pitch = b.pitch;
@@ -249,8 +284,6 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
       seg.pitch = b.pitch;
       seg.gather = true;
       segments->push_back(seg);
-      uint64_t moved = 0, reads = 0;
-      RunsBytes(b, g, &moved, &reads);
       ++stats->row_runs;
       stats->run_reads += reads;
       stats->moved_bytes += moved;
