@@ -10,6 +10,7 @@ build_tree . build-main main
 BG=$!
 D=/var/tmp/wl_llama2-7b
 mkdir -p $D; [ -f $D/model.safetensors.index.json ] || build-main/weightlift synth --layout llama2-7b --shards 2 $D > $OUT/synth.log 2>&1; cat $D/*.safetensors > /dev/null
+wait $BG
 log "build + synth done"; pack
 python3 -m compileall -q build-main/python/weightlift > /dev/null 2>&1
 fits 60 && { PYTHONPATH=build-main/python timeout 60 python3 bench/interleaved.py $D --rounds 4 --config whole --config "r8 llama" tp_rank=0 tp_size=8 tp_plan=llama --config "r8 rowwise" tp_rank=0 tp_size=8 tp_plan=rowwise --config "r8 colwise" tp_rank=0 tp_size=8 tp_plan=colwise --config "r4 llama" tp_rank=0 tp_size=4 tp_plan=llama --config "r2 llama" tp_rank=0 tp_size=2 tp_plan=llama > $OUT/interleaved.log 2>&1; log "interleaved rc $?"; cat $OUT/interleaved.log >> $OUT/summary.txt; pack; }
@@ -18,7 +19,6 @@ fits 30 && { PYTHONPATH=build-main/python timeout 30 python3 bench/tp_phases.py 
 for r in 1 2 3; do
   fits 12 && { PYTHONPATH=build-main/python timeout 12 python3 bench/first_call.py $D --later free,keep > $OUT/first_$r.log 2>&1; log "first $r rc $? $(grep -m1 'call 1' $OUT/first_$r.log | cut -c1-110)"; pack; }
 done
-wait $BG
 fits 80 && { (cd build-main && timeout 70 ctest -L gpu --output-on-failure > $OUT/ctest_gpu.log 2>&1); log "ctest -L gpu rc $? $(grep 'tests passed' $OUT/ctest_gpu.log)"; pack; }
 fits 60 && { PYTHONPATH=build-main/python timeout 60 python3 -m pytest -q -x -p no:cacheprovider tests/python/test_slice_loader.py tests/python/test_cuda.py > $OUT/pytest_cuda.log 2>&1; log "pytest slices+cuda rc $? $(tail -1 $OUT/pytest_cuda.log)"; pack; }
 fits 40 && { PYTHONPATH=build-main/python timeout 40 python3 bench/tp_bench.py --ckpt $D --sizes 8 --modes peers --device cuda:0 > $OUT/tp_peers.log 2>&1; log "tp peers rc $?"; grep -E "^n=" $OUT/tp_peers.log >> $OUT/summary.txt; pack; }
