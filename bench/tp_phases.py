@@ -65,11 +65,13 @@ def main():
     rep = sd.report
     print(f"{tag} call 0 (load_checkpoint): wall {ms(t0, t1)} ms, "
           f"{nb / (t1 - t0) / 1e9:.2f} GB/s delivered; python report "
-          f"{rep.seconds * 1e3:.1f} ms, transfer "
-          f"{rep.transfer_seconds * 1e3:.1f} ms", flush=True)
+          f"{rep.seconds * 1e3:.1f} ms (setup "
+          f"{rep.setup_seconds * 1e3:.1f}, open {rep.open_seconds * 1e3:.1f}, "
+          f"alloc {rep.alloc_seconds * 1e3:.1f}, transfer "
+          f"{rep.transfer_seconds * 1e3:.1f})", flush=True)
     del sd
     for note in rep.notes:
-        if note.startswith("python:") or note.startswith("setup"):
+        if note.startswith(("python:", "setup", "staging")):
             print("    call 0:", note)
 
     from weightlift import _core, _dtypes, _load_torch, _native, _tp

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "env/cold_file.h"
 #include "env/fault_file.h"
@@ -238,6 +240,37 @@ TEST(MappingTest, AnonymousIsZeroedAndNamesItsPurposeOnFailure) {
   EXPECT_NE(huge.status().message().find("test memory"), std::string::npos);
   EXPECT_NE(huge.status().message().find("ENOMEM"), std::string::npos)
       << huge.status().ToString();
+}
+
+// Whether any page of [P, P + LENGTH) is mapped: mincore fails with ENOMEM
+// on a range with unmapped pages.
+bool Mapped(const void* p, uint64_t length) {
+  std::vector<unsigned char> vec((length + 4095) / 4096);
+  return ::mincore(const_cast<void*>(p), length, vec.data()) == 0;
+}
+
+TEST(MappingTest, ResetInBackgroundEmptiesNowAndUnmapsSoon) {
+  TempDir dir;
+  const std::string path = dir.File("f");
+  const auto bytes = RandomBytes(1 << 20, 5);
+  WriteFileOrDie(path, bytes);
+  auto f = Open(path, Backend::kPread);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto m = (*f)->Map(0, bytes.size(), MapAccess::kReadShared);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::byte* p = m->data();
+  ASSERT_EQ(std::memcmp(p, bytes.data(), bytes.size()), 0);
+  ASSERT_TRUE(Mapped(p, bytes.size()));
+  m->ResetInBackground();
+  EXPECT_TRUE(m->empty());
+  EXPECT_EQ(m->data(), nullptr);
+  m->ResetInBackground();  // idempotent, like Reset
+  bool unmapped = false;
+  for (int i = 0; i < 2000 && !unmapped; ++i) {
+    unmapped = !Mapped(p, bytes.size());
+    if (!unmapped) ::usleep(1000);
+  }
+  EXPECT_TRUE(unmapped) << "still mapped 2 s after ResetInBackground";
 }
 
 TEST(EnvTest, WritableFileAppearsOnlyOnClose) {

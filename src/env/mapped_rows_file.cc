@@ -17,6 +17,10 @@ class RowsFromMappingFile final : public ForwardingFile {
  public:
   explicit RowsFromMappingFile(std::unique_ptr<File> base)
       : ForwardingFile(std::move(base)) {}
+  // The load that made the mapping is done with it when its files close;
+  // tearing down the page tables its row runs filled is not that load's
+  // time (Mapping::ResetInBackground).
+  ~RowsFromMappingFile() override { map_.ResetInBackground(); }
 
   Status ReadRows(uint64_t offset, uint64_t pitch, uint64_t width,
                   uint64_t rows, std::byte* dst) override {

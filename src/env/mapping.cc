@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "util/errno_text.h"
@@ -38,6 +40,22 @@ Mapping& Mapping::operator=(Mapping&& o) noexcept {
 
 void Mapping::Reset() {
   if (base_ != nullptr) ::munmap(base_, length_);
+  base_ = nullptr;
+  length_ = 0;
+  data_ = nullptr;
+  size_ = 0;
+}
+
+void Mapping::ResetInBackground() {
+  if (base_ == nullptr) return;
+  try {
+    std::thread([base = base_, length = length_] {
+      ::munmap(base, length);
+    }).detach();
+  } catch (const std::system_error&) {
+    Reset();
+    return;
+  }
   base_ = nullptr;
   length_ = 0;
   data_ = nullptr;
