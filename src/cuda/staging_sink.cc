@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -73,21 +72,9 @@ void StagingSink::TouchSlot(int k, int w) {
   t.store(kTouched, std::memory_order_release);
   t.notify_all();
   if (waves_[k].touched.fetch_add(1, std::memory_order_acq_rel) + 1 ==
-          workers() &&
-      (k == 0 || PinEagerly())) {
-    ClaimAndPin(k);
+      workers()) {
+    PinWave(k);
   }
-}
-
-bool StagingSink::PinEagerly() {
-  // PROBE (session 13): the earlier order, every wave registered as soon as
-  // its slots are written.
-  static const bool eager = std::getenv("WL_PROBE_PIN_EAGER") != nullptr;
-  return eager;
-}
-
-void StagingSink::ClaimAndPin(int k) {
-  if (!waves_[k].claimed.exchange(true, std::memory_order_acq_rel)) PinWave(k);
 }
 
 void StagingSink::PinWave(int k) {
@@ -107,7 +94,6 @@ void StagingSink::AwaitWave(int k) {
   Wave& wave = waves_[k];
   if (wave.state.load(std::memory_order_acquire) != kPending) return;
   for (int w = 0; w < workers(); ++w) TouchSlot(k, w);
-  ClaimAndPin(k);
   while (wave.state.load(std::memory_order_acquire) == kPending) {
     wave.state.wait(kPending, std::memory_order_acquire);
   }
@@ -157,17 +143,6 @@ Status StagingSink::Deliver(int w, const ReadChunk& c, SinkSlot slot,
     return failed;
   }
   s.chunk = &c;
-  // Register the next wave once every worker has a copy out of this one in
-  // flight: the copy engine then has work queued while the registration
-  // holds up the workers' next enqueues.
-  if (const int next = slot.index + 1;
-      next < wave_count_ &&
-      !waves_[next].claimed.load(std::memory_order_acquire) &&
-      waves_[slot.index].copies.fetch_add(1, std::memory_order_acq_rel) + 1 >=
-          workers() &&
-      waves_[next].touched.load(std::memory_order_acquire) == workers()) {
-    ClaimAndPin(next);
-  }
   // Fire on_ready early: retire slots whose copies already finished.
   for (Slot& o : wk.slots) {
     if (&o != &s && o.chunk != nullptr && cudaEventQuery(o.ev) == cudaSuccess) {

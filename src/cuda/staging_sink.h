@@ -12,18 +12,23 @@
 // every worker, one contiguous part of the ring, pinned with one
 // cudaHostRegister. Each worker touches (first-writes) its own slot of
 // every wave, in parallel with the others, as soon as its thread starts
-// (PinEarly, at loader creation). The thread whose touch completes wave 0
-// registers it, while the caller opens the checkpoint and the first reads
-// begin. A registration holds up every cudaMemcpyAsync of the process
-// until it returns (session 13, probes/register_vs_copy.cu: a 4 MiB copy's
-// enqueue on another thread waited the whole 2.4-3.2 ms of registering 48
-// MiB), so wave k+1 is registered only once every worker has a copy out of
-// wave k enqueued: the copy engine then works through those while the
-// registration blocks new ones. Registering every wave at once at creation
-// (sessions 9-12) left the first load's copies waiting for both. A worker
-// whose next slot lies in a wave not yet registered registers it itself
-// (the wave is claimed once), and one that finds a wave's slots untouched
-// touches them first, so no wave waits on a worker with nothing to do.
+// (PinEarly, at loader creation). The thread whose touch completes a wave
+// registers it, so both registrations happen while the caller opens the
+// checkpoint and the first reads begin, not in the middle of the first
+// load (session 9, call D: with wave 1 registered during the first load,
+// that load's transfer took 5.5-10 ms longer than the later calls'; with
+// every wave registered at creation, 2 ms or less;
+// bench/results/2026-12-03-h200-session9/README.md). A worker's first copy out
+// of a slot waits for its wave; a worker that finds a wave's slots untouched
+// touches them itself, so no wave waits on a worker with nothing to do.
+// A registration holds up every cudaMemcpyAsync of the process until it
+// returns (session 13, probes/register_vs_copy.cu: a 4 MiB copy's enqueue
+// on another thread waited the whole 2.4-3.2 ms of registering 48 MiB), so
+// the first load's first copies wait for both waves. Registering wave k+1
+// only once every worker had a copy out of wave k in flight was tried
+// (call G, probes/deferred_waves.patch): correct, and no measurable
+// difference on a machine whose first calls spread 0.29-0.45 s; the
+// expected gain is under 1 ms.
 // Why: on the H200 (bench/results/2026-12-03-h200-session8/pin_probe.log)
 // one registration of 128 MiB took 5.3-6.9 ms where 32 of 4 MiB took
 // 13-22 ms (the driver runs registrations one after another), and 16
@@ -101,10 +106,7 @@ class StagingSink final : public Sink {
     cudaStream_t stream = nullptr;
   };
   struct Wave {
-    std::atomic<int> touched{0};       // its slots written at least once
-    std::atomic<bool> claimed{false};  // a thread registers it (once)
-    std::atomic<int> copies{0};        // copies enqueued out of it, until the
-                                       // next wave is claimed
+    std::atomic<int> touched{0};  // its slots written at least once
     std::atomic<int> state{kPending};
     Status refusal;  // written before state becomes kUnpinned
   };
@@ -114,9 +116,6 @@ class StagingSink final : public Sink {
   // thread does it); registers wave K if this completes it.
   void TouchSlot(int k, int w);
   void PinWave(int k);
-  // Registers wave K on this thread unless another thread claimed it.
-  void ClaimAndPin(int k);
-  static bool PinEagerly();
   // Returns once wave K is pinned or refused, touching its slots that
   // nobody has touched yet.
   void AwaitWave(int k);
