@@ -27,48 +27,43 @@ bool IsFull(const DimSlice& s, uint64_t dim) {
 // rows: a Llama-2-7B rank 0 of 8 with every tensor row-parallel has 1.4
 // million of them, and walking each twice (two 64-bit divisions per row)
 // took 18-25 ms of a 60 ms load (session 13, bench/results/
-// 2026-12-04-h200-session13/). Where no two rows can touch (PITCH at
-// least WIDTH + 2G - 1: a row's aligned range reaches at most G - 1 bytes
-// past its end, the next one's at most G - 1 before its start), every row
-// is a read, and its aligned bytes depend only on its offset modulo G,
-// which repeats every G / gcd(PITCH mod G, G) rows: one period is summed.
-// Rows that may touch (close runs under O_DIRECT) are walked.
+// 2026-12-04-h200-session13/). Row j's aligned range [s_j, e_j) moves up
+// with j, so row j + 1 joins row j's read when s_{j+1} <= e_j and otherwise
+// leaves the gap s_{j+1} - e_j unread: the bytes are the covering range
+// less the gaps, the reads one more than the gaps. A gap depends only on
+// row j's offset modulo G, which repeats every G / gcd(PITCH mod G, G)
+// rows (every row for buffered reads), so one period is summed.
 void RunsBytes(const RowBlock& b, uint64_t g, uint64_t* bytes,
                uint64_t* reads) {
   *bytes = 0;
   *reads = 0;
   if (b.rows == 0) return;
-  auto aligned = [&](uint64_t r) {
-    const uint64_t s = b.file_offset + r * b.pitch;
-    return AlignUp(s + b.width, g) - AlignDown(s, g);
+  auto gap_after = [&](uint64_t j) -> uint64_t {
+    const uint64_t at = b.file_offset + j * b.pitch;
+    const uint64_t next = AlignDown(at + b.pitch, g);
+    const uint64_t end = AlignUp(at + b.width, g);
+    return next > end ? next - end : 0;
   };
-  if (b.rows == 1 || b.pitch >= b.width + 2 * g - 1) {
-    const uint64_t period = g / std::gcd(b.pitch % g, g);
-    const uint64_t walk = std::min(b.rows, period);
-    const uint64_t rest = b.rows % period;
-    uint64_t sum = 0, head = 0;
-    for (uint64_t r = 0; r < walk; ++r) {
-      if (r == rest) head = sum;
-      sum += aligned(r);
+  const uint64_t last = b.rows - 1;  // gaps follow rows 0 .. last - 1
+  const uint64_t period = g / std::gcd(b.pitch % g, g);
+  const uint64_t rest = last % period;
+  uint64_t gaps = 0, breaks = 0, head_gaps = 0, head_breaks = 0;
+  for (uint64_t j = 0; j < std::min(last, period); ++j) {
+    if (j == rest) {
+      head_gaps = gaps;
+      head_breaks = breaks;
     }
-    *bytes = b.rows <= period ? sum : (b.rows / period) * sum + head;
-    *reads = b.rows;
-    return;
+    const uint64_t gap = gap_after(j);
+    gaps += gap;
+    breaks += gap > 0 ? 1 : 0;
   }
-  uint64_t lo = 0, hi = 0;
-  for (uint64_t r = 0; r < b.rows; ++r) {
-    const uint64_t s = AlignDown(b.file_offset + r * b.pitch, g);
-    const uint64_t e = AlignUp(b.file_offset + r * b.pitch + b.width, g);
-    if (*reads > 0 && s <= hi) {
-      hi = std::max(hi, e);
-      continue;
-    }
-    *bytes += hi - lo;
-    lo = s;
-    hi = e;
-    ++*reads;
+  if (last > period) {
+    gaps = (last / period) * gaps + head_gaps;
+    breaks = (last / period) * breaks + head_breaks;
   }
-  *bytes += hi - lo;
+  *bytes = AlignUp(b.file_offset + last * b.pitch + b.width, g) -
+           AlignDown(b.file_offset, g) - gaps;
+  *reads = 1 + breaks;
 }
 
 uint64_t CoverBytes(const RowBlock& b, uint64_t g) {
