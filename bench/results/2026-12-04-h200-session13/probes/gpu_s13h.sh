@@ -1,5 +1,5 @@
 # session 13, call H (~2.5 min, the final main): the CUDA tests and the
-# Python slice, CUDA and TP tests on the GPU, after the row-run cost became
+# Python slice and CUDA tests on the GPU, after the row-run cost became
 # one closed form for every granularity.
 TAG=s13h; DEADLINE=${DEADLINE:-150}
 . bench/device_preamble.sh
