@@ -56,10 +56,8 @@ void Mapping::ResetInBackground() {
     Reset();
     return;
   }
-  base_ = nullptr;
-  length_ = 0;
-  data_ = nullptr;
-  size_ = 0;
+  base_ = nullptr;  // that thread unmaps it
+  Reset();
 }
 
 StatusOr<Mapping> Mapping::Anonymous(uint64_t bytes, std::string_view what,
