@@ -354,6 +354,8 @@ def main(argv=None):
         rows.append(row)
         spans = [t["seconds"] for t in tog]
         label = " ".join(args.option) or "default options"
+        label += ("; ranks in new interpreters" if args.spawn else
+                  "; ranks forked from a server that imported torch")
         if "together" in modes and not args.no_local_world_size:
             label += "; together with LOCAL_WORLD_SIZE"
         print(f"n={n} [{label}]: "
@@ -379,6 +381,7 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump({"ckpt": args.ckpt, "file_bytes": file_bytes,
                        "pinned_ceiling_gb_per_s": ceiling, "rows": rows,
+                       "ranks_started": "spawn" if args.spawn else "fork",
                        "failures": fails}, f, indent=1)
     return 1 if fails else 0
 

@@ -72,15 +72,21 @@ def test_ranks_alone_and_together_bit_exact(llama_dir, tmp_path):
     for rank in row["alone"]:
         assert not any("shared by" in n for n in rank["notes"]), rank["notes"]
     assert "together with LOCAL_WORLD_SIZE" in text
+    assert got["ranks_started"] == "fork"
+    assert "ranks forked from a server that imported torch" in text
 
 
 def test_options_reach_the_ranks(llama_dir, tmp_path):
     """threads=1 arrives as an int (a string would be a TypeError in the
-    rank); --no-local-world-size leaves the together ranks alone."""
-    got, _ = run_bench(llama_dir, tmp_path, "--sizes", "2", "--modes",
-                       "together", "--option", "threads=1",
-                       "--option", "backend=pread", "--no-local-world-size")
+    rank); --no-local-world-size leaves the together ranks alone; --spawn
+    starts them as new interpreters, and the output says so."""
+    got, text = run_bench(llama_dir, tmp_path, "--sizes", "2", "--modes",
+                          "together", "--option", "threads=1",
+                          "--option", "backend=pread", "--no-local-world-size",
+                          "--spawn")
     assert not got["failures"], got["failures"]
+    assert got["ranks_started"] == "spawn"
+    assert "ranks in new interpreters" in text
     for rank in got["rows"][0]["together"]:
         assert not any("shared by" in n for n in rank["notes"])
 
