@@ -33,7 +33,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import ROOT, parse_options  # noqa: E402
+from bench_common import ROOT, parse_options, sync  # noqa: E402
 
 TP_KEYS = ("tp_rank", "tp_size", "tp_plan")
 
@@ -92,11 +92,6 @@ def main():
 
     dev = torch.device(args.device)
     cuda = dev.type == "cuda"
-
-    def sync():
-        if cuda:
-            torch.cuda.synchronize(dev)
-
     if cuda:
         torch.empty(1, device=dev)  # the CUDA context, before any clock
     refs = {}  # tp_key -> the first configuration's tensors (round 0)
@@ -104,10 +99,10 @@ def main():
     for r in range(args.rounds + 1):
         for name, opts in configs:
             sd = None
-            sync()
+            sync(dev)
             t = time.perf_counter()
             sd = weightlift.load_checkpoint(args.dir, device=dev, **opts)
-            sync()
+            sync(dev)
             wall = time.perf_counter() - t
             rep = sd.report
             if r:

@@ -242,8 +242,8 @@ TEST(MappingTest, AnonymousIsZeroedAndNamesItsPurposeOnFailure) {
       << huge.status().ToString();
 }
 
-// Whether any page of [P, P + LENGTH) is mapped: mincore fails with ENOMEM
-// on a range with unmapped pages.
+// Whether every page of [P, P + LENGTH) is mapped: mincore fails with
+// ENOMEM on a range with unmapped pages.
 bool Mapped(const void* p, uint64_t length) {
   std::vector<unsigned char> vec((length + 4095) / 4096);
   return ::mincore(const_cast<void*>(p), length, vec.data()) == 0;

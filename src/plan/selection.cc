@@ -66,6 +66,11 @@ void RunsBytes(const RowBlock& b, uint64_t g, uint64_t* bytes,
   *reads = 1 + breaks;
 }
 
+// What reading row runs of BYTES aligned bytes in READS reads costs.
+uint64_t WeighRuns(uint64_t bytes, uint64_t reads, const PlaceOptions& o) {
+  return bytes + reads * o.read_cost_bytes;
+}
+
 uint64_t CoverBytes(const RowBlock& b, uint64_t g) {
   return AlignUp(b.file_offset + b.span(), g) - AlignDown(b.file_offset, g);
 }
@@ -202,7 +207,7 @@ const char* PlacementName(Placement p) {
 uint64_t RowRunsCost(const RowBlock& b, const PlaceOptions& o) {
   uint64_t bytes = 0, reads = 0;
   RunsBytes(b, std::max<uint64_t>(o.granularity, 1), &bytes, &reads);
-  return bytes + reads * o.read_cost_bytes;
+  return WeighRuns(bytes, reads, o);
 }
 
 uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o) {
@@ -263,7 +268,7 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
     }
     uint64_t moved = 0, reads = 0;
     RunsBytes(b, g, &moved, &reads);
-    if (StridedCost(b, o) <= moved + reads * o.read_cost_bytes) {
+    if (StridedCost(b, o) <= WeighRuns(moved, reads, o)) {
       Segment seg{sel.file, b.file_offset, b.width, at, request};
       seg.rows = b.rows;
       seg.pitch = b.pitch;
