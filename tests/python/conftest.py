@@ -139,6 +139,25 @@ def write_sharded(d, shards, metadata=None):
     return str(d)
 
 
+def small_two_shard_checkpoint(tmp_path_factory, name, seed, matrices,
+                               vectors):
+    """A folder of two shards, for the bench programs' end-to-end tests:
+    MATRICES = (count, rows, cols) bf16 tensors a.0.. in the first, VECTORS
+    = (count, length) float32 tensors b.0.. in the second, random from SEED.
+    Returns (folder, total tensor bytes)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    (na, rows, cols), (nb, length) = matrices, vectors
+    shards = [{f"a.{i}": torch.randn(rows, cols, generator=g).to(
+                   torch.bfloat16) for i in range(na)},
+              {f"b.{i}": torch.randn(length, generator=g) for i in range(nb)}]
+    d = tmp_path_factory.mktemp(name)
+    write_sharded(d, shards)
+    nbytes = sum(t.numel() * t.element_size()
+                 for s in shards for t in s.values())
+    return str(d), nbytes
+
+
 def errors_in_threads(work, n):
     """Runs WORK in N threads at once and returns the exceptions they raised
     (an exception in a thread would otherwise only be printed)."""

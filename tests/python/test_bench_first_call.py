@@ -9,22 +9,15 @@ import sys
 
 import pytest
 
-from conftest import ROOT, write_sharded
+from conftest import ROOT, small_two_shard_checkpoint
 
 torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
 def ckpt_dir(tmp_path_factory):
-    g = torch.Generator().manual_seed(5)
-    shards = [{f"a.{i}": torch.randn(33, 17, generator=g).to(torch.bfloat16)
-               for i in range(5)},
-              {f"b.{i}": torch.randn(9, generator=g) for i in range(4)}]
-    d = tmp_path_factory.mktemp("first")
-    write_sharded(d, shards)
-    nbytes = sum(t.numel() * t.element_size()
-                 for s in shards for t in s.values())
-    return str(d), nbytes
+    return small_two_shard_checkpoint(tmp_path_factory, "first", 5,
+                                      (5, 33, 17), (4, 9))
 
 
 def _run(args, timeout=300):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, write_sharded
+from conftest import ROOT, small_two_shard_checkpoint
 
 torch = pytest.importorskip("torch")
 
@@ -19,15 +19,8 @@ PROGRAM = os.path.join(ROOT, "bench", "interleaved.py")
 
 @pytest.fixture(scope="module")
 def ckpt_dir(tmp_path_factory):
-    g = torch.Generator().manual_seed(7)
-    shards = [{f"a.{i}": torch.randn(32, 16, generator=g).to(torch.bfloat16)
-               for i in range(4)},
-              {f"b.{i}": torch.randn(10, generator=g) for i in range(3)}]
-    d = tmp_path_factory.mktemp("interleaved")
-    write_sharded(d, shards)
-    nbytes = sum(t.numel() * t.element_size()
-                 for s in shards for t in s.values())
-    return str(d), nbytes
+    return small_two_shard_checkpoint(tmp_path_factory, "interleaved", 7,
+                                      (4, 32, 16), (3, 10))
 
 
 def _run(args):
