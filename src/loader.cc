@@ -44,6 +44,7 @@ class OptionsStampingLoader final : public Loader {
     return s;
   }
   const LoadOptions& options() const override { return inner_->options(); }
+  double TakeSetupSeconds() override { return inner_->TakeSetupSeconds(); }
 
  private:
   std::unique_ptr<Loader> inner_;

@@ -115,6 +115,12 @@ class Loader {
                                 const LoadCallbacks& callbacks = {}) = 0;
 
   virtual const LoadOptions& options() const = 0;
+
+  // The seconds Create took, unless a load already reported them; the next
+  // load then reports none. A loader made ahead of its loads (a server
+  // makes it while it builds its model) takes them, so that its first
+  // load's report does not count a setup that load did not wait for.
+  virtual double TakeSetupSeconds() = 0;
 };
 
 }  // namespace weightlift

@@ -30,7 +30,9 @@ struct LoadReport {
   // and events, thread start), paid by the loader's first load and counted
   // in its seconds; 0 for later loads of the same loader.
   double setup_seconds = 0;
-  double open_seconds = 0;      // opening files, choosing backends
+  // Resolving the request (names, slices) and checking destinations,
+  // opening files, choosing backends.
+  double open_seconds = 0;
   double alloc_seconds = 0;     // destination and staging allocation
   double transfer_seconds = 0;  // reads + copies until all done
   uint64_t staging_bytes = 0;   // bounce / pinned memory held

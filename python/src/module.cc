@@ -608,6 +608,10 @@ NB_MODULE(_native, m) {
       .def(nb::new_(&CreateLoader), "options"_a)
       .def("options",
            [](const PyLoader& l) { return OptionsDict(l.loader->options()); })
+      .def(
+          "take_setup_seconds",
+          [](PyLoader& l) { return l.loader->TakeSetupSeconds(); },
+          nb::call_guard<nb::gil_scoped_release>())
       .def("start_load", &StartLoad, "checkpoint"_a, "names"_a,
            nb::rv_policy::take_ownership)
       .def("start_load_slices", &StartLoadSlices, "checkpoint"_a, "requests"_a,

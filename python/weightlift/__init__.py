@@ -13,6 +13,7 @@ Beyond it:
     stream_tensors(path, device=..., window=...) -> (name, tensor) in file
                                                     order, bounded memory
     load_into(module_or_state_dict, path, strict=True) -> LoadReport
+    prepare(device, **options)  the loader made ahead of the first load
     weightlift.transformers.from_pretrained(model_dir, device="cuda:0")
 
 Options are keyword arguments (see ``default_options()``); errors are
@@ -74,6 +75,31 @@ _TP_KEYWORDS = ("tp_rank", "tp_size", "tp_plan", "process_group",
 last_report = _core.last_report
 # Loaders are cached per options (staging allocated once); this frees them.
 release_cached_loaders = _core.release_cached_loaders
+
+
+def prepare(device: Any, **options) -> float:
+    """Makes, now, the loader that later loads with these options use: its
+    threads, its CUDA streams and its staging ring, which its workers go on
+    pinning in the background for a few milliseconds. A server calls it
+    before it builds its model (the vLLM plugin does), so that its first
+    load starts as a later one does instead of paying for the loader's
+    creation, and its first copies do not wait for the ring's registrations
+    (which hold up every CUDA copy of the process while they run).
+
+    Takes the keywords of ``load_checkpoint``; those that do not change the
+    loader (``tp_*``, ``process_group``, ``progress``, ``framework``) are
+    ignored. Raises what that load would raise for an unknown or bad option
+    or an unusable device. The loader is cached with the others (a second
+    call costs nothing; ``release_cached_loaders()`` frees it).
+
+    Returns the seconds the loader's creation took (0.0 when a prepared
+    loader was there already); the first load's report then counts no
+    setup, since that load did not wait for it."""
+    from ._options import device_string
+    opts = {k: v for k, v in options.items()
+            if k not in _TP_KEYWORDS and k not in ("progress", "framework")}
+    with _core.pooled_loader(dict(opts, device=device_string(device))) as ld:
+        return ld.take_setup_seconds()
 
 
 def default_options() -> Dict[str, Any]:
@@ -147,5 +173,5 @@ __all__ = [
     "UnsupportedDtypeError", "UnsupportedDtypeKeyError", "UnsupportedError",
     "WeightliftError", "WeightliftIOError", "default_options",
     "iter_tensors", "last_report", "load_checkpoint", "load_into",
-    "safe_open", "stream_tensors",
+    "prepare", "safe_open", "stream_tensors",
 ]

@@ -132,13 +132,17 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
     """One LoadReport for a TP load: the C++ loads' reports (plus
     EXTRA_READ bytes read outside them, if any), with NOTES first."""
     d = {"device": device, "tensors": tensors, "bytes": delivered,
-         "bytes_read": extra_read, "seconds": seconds, "open_seconds": 0.0,
+         "bytes_read": extra_read, "seconds": seconds, "setup_seconds": 0.0,
+         "open_seconds": 0.0,
          "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,
          "staging_bytes": 0, "device_bytes": 0, "threads": 0, "files": [],
          "notes": []}
     texts = []
     for r in reports:
         d["bytes_read"] += r.bytes_read or 0
+        # A first call's loader creation: part of the call, so part of the
+        # phases (a batch load's later parts reuse the loader: 0).
+        d["setup_seconds"] += r.setup_seconds or 0
         d["open_seconds"] += r.open_seconds or 0
         d["alloc_seconds"] += r.alloc_seconds or 0
         d["transfer_seconds"] += r.transfer_seconds or 0

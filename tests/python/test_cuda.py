@@ -268,3 +268,30 @@ def test_only_empty_tensors_cuda(tmp_path):
     assert d["f"].shape == (3, 0) and d["f"].is_cuda
     with weightlift.safe_open(path, "pt", device="cuda:0") as f:
         assert f.get_tensor("e").is_cuda
+
+
+def test_prepared_loader_takes_the_first_cuda_loads(every_dtype):
+    """weightlift.prepare("cuda:0") makes the loader (its ring pinned in the
+    background) that the first whole and tensor-parallel loads then take:
+    neither report counts a setup, both give safetensors' bytes. Without
+    it, a first tensor-parallel call's report counts its loader's setup,
+    and its phases stay within its seconds."""
+    path, _ = every_dtype
+    want = safetensors.torch.load_file(path, device="cuda:0")
+    weightlift.release_cached_loaders()
+    tp = {"tp_rank": 1, "tp_size": 2, "tp_plan": {"*": "colwise"}}
+    first = weightlift.load_checkpoint(path, device="cuda:0", **tp).report
+    assert first.setup_seconds > 0
+    assert first.setup_seconds + first.open_seconds + first.alloc_seconds + \
+        first.transfer_seconds <= first.seconds + 1e-6
+    weightlift.release_cached_loaders()
+    assert weightlift.prepare("cuda:0", **tp) > 0
+    got = weightlift.load_checkpoint(path, device="cuda:0")
+    assert got.report.setup_seconds == 0
+    for k in want:
+        _same(got[k], want[k], k)
+    sliced = weightlift.load_checkpoint(path, device="cuda:0", **tp)
+    assert sliced.report.setup_seconds == 0
+    for k, w in want.items():
+        part = torch.tensor_split(w, 2, 0)[1] if w.dim() else w
+        _same(sliced[k], part, k)

@@ -74,6 +74,23 @@ def test_ranks_alone_and_together_bit_exact(llama_dir, tmp_path):
     assert "together with LOCAL_WORLD_SIZE" in text
     assert got["ranks_started"] == "fork"
     assert "ranks forked from a server that imported torch" in text
+    # Each rank's first call made its loader on the clock.
+    assert got["prepared"] is False and "prepared" not in text
+    for rank in row["alone"] + row["together"]:
+        assert rank["setup_seconds"] > 0, rank
+
+
+def test_prepared_ranks_pay_no_setup(llama_dir, tmp_path):
+    """--prepared: each rank makes its loader (weightlift.prepare) before
+    the barrier, so its first call's report counts no setup."""
+    got, text = run_bench(llama_dir, tmp_path, "--sizes", "2",
+                          "--modes", "alone,together", "--prepared")
+    assert not got["failures"], got["failures"]
+    row = got["rows"][0]
+    assert got["prepared"] is True and row["bit_exact"] is True
+    assert "loaders prepared before the clock" in text
+    for rank in row["alone"] + row["together"]:
+        assert rank["setup_seconds"] == 0, rank
 
 
 def test_options_reach_the_ranks(llama_dir, tmp_path):

@@ -123,6 +123,47 @@ def test_missing_tensor_is_an_error_not_random_weights(vllm_world, tmp_path):
         rank.compare(vc)
 
 
+def test_load_model_makes_the_loader_while_vllm_builds(vllm_world, ckpt):
+    """vLLM's own load_model: the plugin makes weightlift's loader before
+    vLLM builds the model, so the load pays no setup; load_weights alone,
+    with no loader cached, pays for it. Both give the default loader's
+    weights."""
+    import torch
+    import weightlift
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.model_loader import (DefaultModelLoader,
+                                                  get_model_loader)
+    vc = vllm_world["config"]
+    loader = get_model_loader(vc.load_config)
+    weightlift.release_cached_loaders()
+    vc.compilation_config.static_forward_context.clear()
+    with set_current_vllm_config(vc):
+        got = loader.load_model(vllm_config=vc, model_config=vc.model_config)
+    s = loader.last_summary
+    assert s.prepared_s is not None and s.prepared_s > 0
+    assert s.report.setup_seconds == 0
+    assert any("loader made before vLLM built the model" in ln
+               for ln in s.lines())
+
+    weightlift.release_cached_loaders()
+    alone = rank.build(vc)
+    with set_current_vllm_config(vc):
+        loader.load_weights(alone, vc.model_config)
+        ref = rank.build(vc)
+        DefaultModelLoader(type(vc.load_config)(
+            load_format="safetensors")).load_weights(ref, vc.model_config)
+    s = loader.last_summary
+    assert s.prepared_s is None and s.report.setup_seconds > 0
+    assert not any("before vLLM built" in ln for ln in s.lines())
+    want = dict(ref.named_parameters())
+    for model in (got, alone):
+        have = dict(model.named_parameters())
+        assert sorted(have) == sorted(want)
+        for n, p in want.items():
+            assert torch.equal(have[n].view(torch.uint8),
+                               p.view(torch.uint8)), n
+
+
 def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}"):
     world, port = tp * pp, _free_port()
     procs, outs = [], []

@@ -53,6 +53,9 @@ class LoadSummary:
         self.tp = tp
         self.pp = pp
         self.sliced = 0  # tensors read as this rank's slice
+        # The loader's creation before vLLM built the model (the plugin's
+        # create_model, weightlift.prepare); None when it did not run.
+        self.prepared_s: Optional[float] = None
 
     def lines(self):
         r = self.report
@@ -61,6 +64,11 @@ class LoadSummary:
         yield (f"weightlift: {self.tensors} tensors, {gb:.3f} GB from "
                f"{self.path} to {self.device} in {r.seconds if r else 0:.3f} s"
                f" ({rate:.2f} GB/s); load_weights {self.seconds:.3f} s")
+        if self.prepared_s is not None:
+            setup = r.setup_seconds if r else 0.0
+            yield (f"weightlift:   loader made before vLLM built the model "
+                   f"({self.prepared_s * 1e3:.1f} ms); setup left in this "
+                   f"load {setup * 1e3:.1f} ms")
         if r:
             for f in r.files:
                 yield (f"weightlift:   {os.path.basename(f.path)}: "

@@ -1,7 +1,9 @@
 """``WeightliftModelLoader``: vLLM's load format ``weightlift``.
 
 vLLM builds the model (parameters allocated on the target device), then
-calls :meth:`load_weights`. We stream the checkpoint's tensors in file
+calls :meth:`load_weights`. Before it builds the model (:meth:`create_model`)
+we make weightlift's loader (weightlift.prepare), so that its threads start
+and its staging ring is pinned while vLLM builds, not in the load. We stream the checkpoint's tensors in file
 order through weightlift (bounded extra device memory, see
 weightlift._stream) into the model's own ``load_weights``, whose weight
 loaders fuse q/k/v and gate/up, narrow to this tensor-parallel rank and
@@ -15,10 +17,13 @@ from __future__ import annotations
 import os
 from typing import Optional, Set, Tuple
 
+import torch
 from torch import nn
-from vllm.config import LoadConfig, ModelConfig
+from vllm.config import LoadConfig, ModelConfig, VllmConfig
 from vllm.logger import init_logger
 from vllm.model_executor.model_loader.base_loader import BaseModelLoader
+
+import weightlift
 
 from . import options as options_mod
 from .engine import LoadSummary, load_model_weights, model_device
@@ -63,6 +68,10 @@ class WeightliftModelLoader(BaseModelLoader):
         self.options = options_mod.parse(
             getattr(load_config, "model_loader_extra_config", None))
         self.last_summary: Optional[LoadSummary] = None
+        # The loader's creation in create_model (weightlift.prepare; 0.0
+        # when one was cached); None when the model was built some other
+        # way (load_weights alone).
+        self._prepared_s: Optional[float] = None
 
     # -- where the checkpoint is ---------------------------------------------
 
@@ -95,6 +104,18 @@ class WeightliftModelLoader(BaseModelLoader):
 
     # -- loading ---------------------------------------------------------------
 
+    def create_model(self, vllm_config: VllmConfig, model_config: ModelConfig,
+                     prefix: str = "") -> nn.Module:
+        """vLLM's, with weightlift's loader made first (on the device
+        load_model builds the model on), so that its setup and the pinning
+        of its staging ring overlap the model's construction. Bad options
+        or an unusable device raise here, before the model is built."""
+        load = vllm_config.load_config
+        device = torch.device(vllm_config.device_config.device
+                              if load.device is None else load.device)
+        self._prepared_s = weightlift.prepare(device, **self.options.load)
+        return super().create_model(vllm_config, model_config, prefix)
+
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
         path = self._checkpoint_path(model_config)
         tp, pp = _parallel_ranks()
@@ -102,6 +123,7 @@ class WeightliftModelLoader(BaseModelLoader):
             model, path, self.options, model.load_weights, tp=tp, pp=pp,
             tp_group=_tp_group(model_device(model)) if tp[1] > 1 else None)
         self._check_all_loaded(model, model_config, loaded)
+        summary.prepared_s, self._prepared_s = self._prepared_s, None
         self.last_summary = summary
         for line in summary.lines():
             logger.info("%s", line)

@@ -1,0 +1,92 @@
+"""weightlift.prepare: the loader a later load uses, made ahead of it."""
+
+import pytest
+import safetensors.torch
+import torch
+
+import weightlift
+from weightlift import _core, _options
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    g = torch.Generator().manual_seed(14)
+    tensors = {f"w.{i}": torch.randn(64, 48, generator=g) for i in range(4)}
+    tensors["bias"] = torch.randn(48, generator=g)
+    path = str(tmp_path / "model.safetensors")
+    safetensors.torch.save_file(tensors, path)
+    return path, tensors
+
+
+@pytest.fixture(autouse=True)
+def no_cached_loaders():
+    weightlift.release_cached_loaders()
+    yield
+    weightlift.release_cached_loaders()
+
+
+def _idle(options):
+    key = _core._pool_key(_options.normalize(options))
+    return len(_core._idle.get(key, []))
+
+
+def test_first_load_pays_for_the_loader_without_it(ckpt):
+    path, want = ckpt
+    sd = weightlift.load_checkpoint(path, threads=2)
+    assert sd.report.setup_seconds > 0
+    for k, t in want.items():
+        assert torch.equal(sd[k], t), k
+
+
+def test_prepared_loader_is_the_first_loads(ckpt):
+    path, want = ckpt
+    assert weightlift.prepare("cpu", threads=2) > 0
+    assert _idle({"device": "cpu", "threads": 2}) == 1
+    assert weightlift.prepare("cpu", threads=2) == 0  # cached: no second
+    assert _idle({"device": "cpu", "threads": 2}) == 1
+    sd = weightlift.load_checkpoint(path, threads=2)
+    assert sd.report.setup_seconds == 0
+    for k, t in want.items():
+        assert torch.equal(sd[k], t), k
+    # Other options make another loader, which pays its own setup.
+    assert weightlift.load_checkpoint(path, threads=3).report.setup_seconds > 0
+
+
+def test_tensor_parallel_keywords_are_ignored(ckpt):
+    path, want = ckpt
+    tp = {"tp_rank": 1, "tp_size": 2, "tp_plan": {"w.*": "colwise"}}
+    first = weightlift.load_checkpoint(path, threads=2, **tp)
+    # A tensor-parallel report carries its loader's setup too.
+    assert first.report.setup_seconds > 0
+    weightlift.release_cached_loaders()
+    weightlift.prepare(torch.device("cpu"), threads=2, progress=False,
+                       framework="pt", **tp)
+    sd = weightlift.load_checkpoint(path, threads=2, **tp)
+    assert sd.report.setup_seconds == 0
+    for k, t in want.items():
+        part = torch.tensor_split(t, 2, 0)[1] if k.startswith("w.") else t
+        assert torch.equal(sd[k], part), k
+
+
+def test_bad_options_raise_what_the_load_raises(ckpt):
+    path, _ = ckpt
+    for bad, kind in (({"thraeds": 2}, TypeError),
+                      ({"threads": -1}, weightlift.InvalidArgumentError),
+                      ({"staging": "lots"}, ValueError)):
+        with pytest.raises(kind) as got:
+            weightlift.prepare("cpu", **bad)
+        with pytest.raises(kind) as load:
+            weightlift.load_checkpoint(path, **bad)
+        assert str(got.value) == str(load.value)
+    assert _core._idle == {}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_unusable_device_raises_as_the_load_does(ckpt):
+    path, _ = ckpt
+    with pytest.raises(weightlift.WeightliftError) as got:
+        weightlift.prepare("cuda:0")
+    with pytest.raises(weightlift.WeightliftError) as load:
+        weightlift.load_checkpoint(path, device="cuda:0")
+    assert type(got.value) is type(load.value)
+    assert str(got.value) == str(load.value)
