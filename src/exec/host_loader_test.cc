@@ -254,6 +254,37 @@ TEST_F(HostLoaderTest, NamesSubsetInRequestOrder) {
   EXPECT_EQ(r->report.tensors, 4u);
 }
 
+// A loader's creation is charged to its first load, unless whoever made
+// it ahead takes it (Loader::TakeSetupSeconds); the phases then still add
+// up to the load's seconds.
+TEST_F(HostLoaderTest, SetupIsChargedToTheFirstLoadUnlessTaken) {
+  for (bool take : {false, true}) {
+    SCOPED_TRACE(take ? "taken" : "not taken");
+    auto loader = CreateHostLoader(Options(Backend::kPread));
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    if (take) {
+      EXPECT_GT((*loader)->TakeSetupSeconds(), 0);
+      EXPECT_EQ((*loader)->TakeSetupSeconds(), 0);  // once
+    }
+    auto first = (*loader)->Load(*ckpt_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ExpectExact(*first);
+    const LoadReport& r = first->report;
+    if (take) {
+      EXPECT_EQ(r.setup_seconds, 0);
+    } else {
+      EXPECT_GT(r.setup_seconds, 0);
+    }
+    EXPECT_LE(
+        r.setup_seconds + r.open_seconds + r.alloc_seconds + r.transfer_seconds,
+        r.seconds + 1e-9);
+    auto second = (*loader)->Load(*ckpt_);
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(second->report.setup_seconds, 0);
+    EXPECT_EQ((*loader)->TakeSetupSeconds(), 0);
+  }
+}
+
 TEST_F(HostLoaderTest, RequestErrors) {
   auto loader = CreateHostLoader(Options(Backend::kPread));
   ASSERT_TRUE(loader.ok());

@@ -39,6 +39,24 @@ def test_first_call_then_later_calls(ckpt_dir):
         assert c["ratio"] is None
         assert 0 < c["report_seconds"] and 0 < c["seconds"]
     assert "call 1 (first)" in out and "call 3 (keep)" in out
+    assert got["prepared_seconds"] is None
+    assert "loader prepared" not in out
+    assert got["calls"][0]["setup"] > 0  # a fresh process makes its loader
+
+
+def test_first_call_with_a_prepared_loader(ckpt_dir):
+    """--prepared: the loader is made before the clock, so the first call's
+    report counts no setup, and the output says call 1 is not a fresh
+    process's."""
+    path, nbytes = ckpt_dir
+    out = _run([os.path.join(ROOT, "bench", "first_call.py"), path,
+                "--device", "cpu", "--later", "free", "--prepared",
+                "--opt", "threads=2", "--json"])
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["prepared_seconds"] > 0
+    assert "so call 1 is not a fresh process's" in out
+    first = got["calls"][0]
+    assert first["bytes"] == nbytes and first["setup"] == 0
 
 
 def test_compare_first_mode_table_and_budget(ckpt_dir, tmp_path):

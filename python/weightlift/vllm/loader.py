@@ -1,9 +1,10 @@
 """``WeightliftModelLoader``: vLLM's load format ``weightlift``.
 
 vLLM builds the model (parameters allocated on the target device), then
-calls :meth:`load_weights`. Before it builds the model (:meth:`create_model`)
-we make weightlift's loader (weightlift.prepare), so that its threads start
-and its staging ring is pinned while vLLM builds, not in the load. We stream the checkpoint's tensors in file
+calls :meth:`load_weights`. Before it builds the model
+(:meth:`create_model`) we make weightlift's loader (weightlift.prepare),
+so that its threads start and its staging ring is pinned while vLLM
+builds, not in the load. We stream the checkpoint's tensors in file
 order through weightlift (bounded extra device memory, see
 weightlift._stream) into the model's own ``load_weights``, whose weight
 loaders fuse q/k/v and gate/up, narrow to this tensor-parallel rank and
@@ -110,9 +111,11 @@ class WeightliftModelLoader(BaseModelLoader):
         load_model builds the model on), so that its setup and the pinning
         of its staging ring overlap the model's construction. Bad options
         or an unusable device raise here, before the model is built."""
-        load = vllm_config.load_config
+        # As BaseModelLoader.load_model picks it (LoadConfig.device is
+        # newer than some vLLM releases).
+        load_device = getattr(vllm_config.load_config, "device", None)
         device = torch.device(vllm_config.device_config.device
-                              if load.device is None else load.device)
+                              if load_device is None else load_device)
         self._prepared_s = weightlift.prepare(device, **self.options.load)
         return super().create_model(vllm_config, model_config, prefix)
 
