@@ -86,20 +86,34 @@ def prepare(device: Any, **options) -> float:
     creation, and its first copies do not wait for the ring's registrations
     (which hold up every CUDA copy of the process while they run).
 
-    Takes the keywords of ``load_checkpoint``; those that do not change the
-    loader (``tp_*``, ``process_group``, ``progress``, ``framework``) are
-    ignored. Raises what that load would raise for an unknown or bad option
-    or an unusable device. The loader is cached with the others (a second
-    call costs nothing; ``release_cached_loaders()`` frees it).
+    Give the device with its index (``"cuda:3"``, ``torch.device``): a
+    bare ``"cuda"`` is the device current when ``prepare`` runs, which in a
+    rank that calls ``torch.cuda.set_device`` later is not its own.
 
-    Returns the seconds the loader's creation took (0.0 when a prepared
-    loader was there already); the first load's report then counts no
-    setup, since that load did not wait for it."""
+    Takes the keywords of ``load_checkpoint``; those that do not change the
+    loader (``tp_*``, ``process_group``, ``progress``) are ignored. Raises
+    what that load would raise for a bad ``framework``, an unknown or bad
+    option or an unusable device. The loader is cached with the others,
+    and taken by ``load_checkpoint``, ``weightlift.torch.load_file``,
+    ``load_into``, ``iter_tensors``, ``stream_tensors`` and ``safe_open``
+    with the same options (a second call costs nothing;
+    ``release_cached_loaders()`` frees it).
+
+    Returns the setup this call takes off the loader's first load: the
+    seconds of its creation, or 0.0 when a load already paid for it or an
+    earlier call took it. That first load's report then counts no setup,
+    since the load did not wait for it."""
     from ._options import device_string
+    framework = options.pop("framework", "pt")
+    dev = device_string(device)
+    if framework not in ("pt", "torch", "np", "numpy"):
+        raise ValueError(f"framework must be 'pt' or 'np', got {framework!r}")
+    if framework in ("np", "numpy") and dev != "cpu":
+        raise ValueError("framework 'np' loads into host memory only")
     opts = {k: v for k, v in options.items()
-            if k not in _TP_KEYWORDS and k not in ("progress", "framework")}
-    with _core.pooled_loader(dict(opts, device=device_string(device))) as ld:
-        return ld.take_setup_seconds()
+            if k not in _TP_KEYWORDS and k != "progress"}
+    with _core.pooled_loader(dict(opts, device=dev)) as loader:
+        return loader.take_setup_seconds()
 
 
 def default_options() -> Dict[str, Any]:

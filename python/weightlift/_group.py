@@ -25,6 +25,7 @@ so a late peer never writes into freed memory.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import threading
 import time
@@ -282,7 +283,10 @@ class GroupLoad:
 
     def __init__(self, path: Any, device: str, req: TpRequest,
                  options: Dict[str, Any], names: Optional[List[str]] = None,
-                 ckpt=None, transport: Optional[TorchGroupTransport] = None):
+                 ckpt=None, transport: Optional[TorchGroupTransport] = None,
+                 loader=None):
+        """LOADER: the loader to run on (a stream's, which it holds for
+        all its windows); by default one from the pool for OPTIONS."""
         self.device = device
         self.req = req
         self.t0 = time.perf_counter()
@@ -317,8 +321,12 @@ class GroupLoad:
         loader_device = device if self.error is None else \
             _comm_device(tr, device)
         try:
-            self._loader_cm = _core.pooled_loader(dict(options,
-                                                       device=loader_device))
+            if loader is not None and self.error is None:
+                # The caller's: it goes back to the pool with the caller.
+                self._loader_cm = contextlib.nullcontext(loader)
+            else:
+                self._loader_cm = _core.pooled_loader(
+                    dict(options, device=loader_device))
             loader = self._loader_cm.__enter__()
         except (_errors.WeightliftError, ValueError, TypeError) as e:
             # This rank's options are refused (threads=-1, ...): it still

@@ -37,7 +37,20 @@ class TensorIterator:
             raise _errors.InvalidArgumentError(
                 "framework 'np' loads into host memory only")
         ckpt = _core.open_checkpoint(path)
-        loader = _core.make_loader(dict(options, device=self._device))
+        # From the pool (one weightlift.prepare or an earlier load made: no
+        # setup), given back once its load has ended (_release).
+        self._loader_cm = _core.pooled_loader(dict(options,
+                                                   device=self._device))
+        self._loader = self._loader_cm.__enter__()
+        self._job = None
+        try:
+            self._start(ckpt, progress)
+        except BaseException:
+            if self._job is None:  # nothing was started: it is idle
+                self._release()
+            raise
+
+    def _start(self, ckpt, progress: bool) -> None:
         self.report: Optional[LoadReport] = None
         self._infos = []
         self._bufs = []
@@ -66,8 +79,16 @@ class TensorIterator:
             torch.cuda.synchronize(self._device)
         self._bar = _core._progress_bar(progress, ckpt.total_bytes,
                                         "weightlift")
-        self._job = loader.start_load_into(ckpt, dests, self._bufs)
-        self._loader = loader
+        self._job = self._loader.start_load_into(ckpt, dests, self._bufs)
+
+    def _release(self, pool: bool = True) -> None:
+        """Lets go of the loader, once no load of ours runs on it: back to
+        the pool when POOL (not from a finalizer, which may run while this
+        thread holds the pool's lock)."""
+        cm, self._loader_cm = self._loader_cm, None
+        self._loader = None
+        if cm is not None and pool:
+            cm.__exit__(None, None, None)
 
     def _alloc(self, size: int):
         if self._np:
@@ -119,7 +140,7 @@ class TensorIterator:
             _core.set_last_report(self.report)
         finally:
             self._bufs = []
-            self._loader = None
+            self._release()  # the load has ended, failed or not
 
     def close(self) -> None:
         """Stops iterating; waits for the load to end (buffers in flight
@@ -127,7 +148,7 @@ class TensorIterator:
         with self._lock:
             self._close()
 
-    def _close(self) -> None:
+    def _close(self, pool: bool = True) -> None:
         if self._job is not None:
             job, self._job = self._job, None
             while not job.wait(3600):
@@ -136,11 +157,12 @@ class TensorIterator:
                 self._bar.close()
             self._bufs = []
             self._empty.clear()
-            self._loader = None
+            self._release(pool)
 
     def __del__(self):
         try:
-            self.close()
+            with self._lock:
+                self._close(pool=False)
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
 

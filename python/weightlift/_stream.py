@@ -110,7 +110,8 @@ class TensorStream:
     """Iterator of ``(name, tensor)`` in file order (see module doc).
 
     After exhaustion: ``report`` (the loads' LoadReport merged, with
-    ``seconds`` the wall time from the first read to the last tensor
+    ``seconds`` the wall time from taking the loader (its creation, when
+    none was cached: the report's ``setup_seconds``) to the last tensor
     loaded), ``peak_bytes`` (most window memory the stream held at once),
     ``bound_bytes`` (what peak_bytes could reach: ``window``, or more when
     one tensor is larger than half of it), ``window_bytes`` and
@@ -194,6 +195,9 @@ class TensorStream:
         self.report: Optional[LoadReport] = None
         self._reports: List[LoadReport] = []
         self._options = dict(options)
+        # From here on the report's seconds: a loader made now (its setup,
+        # in the first window's report) is part of them.
+        self._t0 = time.perf_counter()
         self._loader_cm = _core.pooled_loader(dict(options,
                                                    device=self._device))
         self._loader = self._loader_cm.__enter__()
@@ -202,7 +206,6 @@ class TensorStream:
         self._current: Optional[_Window] = None  # being handed out
         self._last: Optional[_Window] = None     # window of the last tensor
         self._pos = 0
-        self._t0 = time.perf_counter()
         self._t_loaded = self._t0
         self._start_next()
 
@@ -259,7 +262,8 @@ class TensorStream:
                                    timeout=g.timeout, sharded=sharded)
         load = _group.GroupLoad(None, self._device, req, self._options,
                                 names=[row[0] for row in w.rows],
-                                ckpt=self._ckpt, transport=g)
+                                ckpt=self._ckpt, transport=g,
+                                loader=self._loader)
         got = {i: data for i, _, data in load.tensors(raw=True)}
         w.buffer = [got.get(i) for i in range(len(w.rows))]
         self._reports.append(load.report)

@@ -165,8 +165,12 @@ Status CudaTarget::BeginLoad(LoadReport* r) {
   r->threads = config_.threads;
   r->staging_bytes = staging_->ring_bytes();
   r->notes.insert(r->notes.end(), config_.notes.begin(), config_.notes.end());
-  // The first load's report carries the setup it pays for (setup_seconds).
-  if (!setup_note_.empty()) r->notes.push_back(std::move(setup_note_));
+  // The first load's report carries the setup it pays for (setup_seconds),
+  // and its split; none when the loader's maker took the setup
+  // (Loader::TakeSetupSeconds: made ahead, this load did not wait for it).
+  if (!setup_note_.empty() && r->setup_seconds > 0) {
+    r->notes.push_back(std::move(setup_note_));
+  }
   setup_note_.clear();
   return Status::OK();
 }

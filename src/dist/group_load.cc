@@ -18,6 +18,7 @@
 #include "dist/part_reads.h"
 #include "dist/tensor_sample.h"
 #include "plan/group_plan.h"
+#include "util/clock.h"
 #include "weightlift/group.h"
 
 namespace weightlift {
@@ -107,11 +108,16 @@ StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
 }
 
 // Adds what the load behind PART read to INTO, the report of a load made
-// of several: bytes read and transfer time add up, staging and threads are
-// the largest any part used, the files are the first part's (every part
-// opens the same ones), and each note is kept once.
+// of several: bytes read and the phases add up (the parts run one after
+// another; the first one carries the loader's setup, if no one took it),
+// staging and threads are the largest any part used, the files are the
+// first part's (every part opens the same ones), and each note is kept
+// once.
 void AddReads(const LoadReport& part, LoadReport& into) {
   into.bytes_read += part.bytes_read;
+  into.setup_seconds += part.setup_seconds;
+  into.open_seconds += part.open_seconds;
+  into.alloc_seconds += part.alloc_seconds;
   into.transfer_seconds += part.transfer_seconds;
   into.staging_bytes = std::max(into.staging_bytes, part.staging_bytes);
   into.threads = std::max(into.threads, part.threads);
@@ -182,6 +188,7 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
                                    GroupTransport& group,
                                    const GroupLoadRequest& request,
                                    const LoadCallbacks& callbacks) {
+  const auto t0 = internal::Clock::now();
   const int n = group.size();
   const int r = group.rank();
   const Device device = loader.options().device;
@@ -371,6 +378,8 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
       report.notes.push_back("tp: warning: " + w);
     }
   }
+  // As a loader's own reports: the whole call, its setup included.
+  report.seconds = internal::SecondsSince(t0) + report.setup_seconds;
   result.report = std::move(report);
   return result;
 }

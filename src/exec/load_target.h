@@ -91,6 +91,8 @@ class LoadTarget {
 
   // Every load starts here (CUDA: makes the device current): fills what
   // the target knows (threads, staging_bytes, standing notes).
+  // REPORT's setup_seconds is already set: > 0 only for the load that is
+  // charged with the loader's creation.
   virtual Status BeginLoad(LoadReport* report) = 0;
   // LoadInto: InvalidArgument for a destination the device cannot take.
   virtual Status CheckDestinations(std::span<const Destination> dests) = 0;

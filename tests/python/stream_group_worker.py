@@ -3,7 +3,9 @@ python stream_group_worker.py CKPT RANK WORLD PORT WINDOW OUT_JSON [PLAN].
 Streams CKPT with process_group= (and tp_plan=PLAN, a JSON object) and
 checks every tensor against the real safetensors package (the planned ones
 against torch.tensor_split of it); writes names (in order), mismatches,
-bytes read, and whether destroy_process_group() destroyed the group while
+bytes read, the report's setup, how many loaders the process made (one:
+every window's group load runs on the stream's loader), and whether
+destroy_process_group() destroyed the group while
 the ended stream was still referenced ("group_freed": a stream that keeps
 it alive leaves its teardown to interpreter shutdown, where gloo's worker
 threads abort the process)."""
@@ -19,8 +21,23 @@ import torch.distributed as dist
 from safetensors.torch import load_file
 
 import weightlift
+from weightlift import _core
 
 ckpt, rank, world, port, window, out = sys.argv[1:7]
+made = []  # every loader this process makes
+_Loader = _core._native.Loader
+
+
+class CountedLoader:
+    def __init__(self, options):
+        made.append(options)
+        self._loader = _Loader(options)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+_core._native.Loader = CountedLoader
 plan = json.loads(sys.argv[7]) if len(sys.argv) > 7 else None
 rank, world = int(rank), int(world)
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
@@ -50,5 +67,8 @@ with open(out, "w") as fh:
                "bytes": stream.report.bytes,
                "bytes_read": stream.report.bytes_read,
                "notes": stream.report.notes,
+               "setup_seconds": stream.report.setup_seconds,
+               "seconds": stream.report.seconds,
+               "loaders_made": len(made),
                "peak": stream.peak_bytes, "bound": stream.bound_bytes,
                "group_freed": group() is None}, fh)

@@ -72,7 +72,8 @@ def test_bad_options_raise_what_the_load_raises(ckpt):
     path, _ = ckpt
     for bad, kind in (({"thraeds": 2}, TypeError),
                       ({"threads": -1}, weightlift.InvalidArgumentError),
-                      ({"staging": "lots"}, ValueError)):
+                      ({"staging": "lots"}, ValueError),
+                      ({"framework": "jax"}, ValueError)):
         with pytest.raises(kind) as got:
             weightlift.prepare("cpu", **bad)
         with pytest.raises(kind) as load:
@@ -90,3 +91,37 @@ def test_unusable_device_raises_as_the_load_does(ckpt):
         weightlift.load_checkpoint(path, device="cuda:0")
     assert type(got.value) is type(load.value)
     assert str(got.value) == str(load.value)
+
+
+def test_iterators_and_handles_take_the_prepared_loader(ckpt):
+    """iter_tensors, stream_tensors and safe_open take the loader prepare
+    made (no setup in their reports), and give it back to the pool."""
+    path, want = ckpt
+    opts = {"device": "cpu", "threads": 2}
+    weightlift.prepare("cpu", threads=2)
+    it = weightlift.iter_tensors(path, threads=2)
+    assert _idle(opts) == 0  # in use while the load runs
+    got = dict(it)
+    assert it.report.setup_seconds == 0
+    assert _idle(opts) == 1
+    stream = weightlift.stream_tensors(path, threads=2)
+    got_s = dict(stream)
+    assert stream.report.setup_seconds == 0 and _idle(opts) == 1
+    with weightlift.safe_open(path, "pt", threads=2) as f:
+        got_f = {k: f.get_tensor(k) for k in f.keys()}
+    assert weightlift.last_report().setup_seconds == 0 and _idle(opts) == 1
+    for k, t in want.items():
+        for have in (got, got_s, got_f):
+            assert torch.equal(have[k], t), k
+
+
+def test_an_iterator_stopped_early_gives_its_loader_back(ckpt):
+    path, _ = ckpt
+    it = weightlift.iter_tensors(path, threads=2)
+    next(it)
+    it.close()
+    assert _idle({"device": "cpu", "threads": 2}) == 1
+    # ... and a second iterator pays no setup.
+    it = weightlift.iter_tensors(path, threads=2)
+    list(it)
+    assert it.report.setup_seconds == 0

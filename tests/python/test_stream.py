@@ -217,6 +217,12 @@ def test_group_mode_ranks_split_the_reading(sharded, tmp_path, world, plan):
         assert r["bytes_read"] < total
         assert r["peak"] <= r["bound"]
         assert any(n.startswith("group: rank") for n in r["notes"])
+        # Every window's group load ran on the stream's one loader, whose
+        # creation the report counts, within its seconds, once the rank
+        # read something with it (a rank may read nothing at all here).
+        assert r["loaders_made"] == 1
+        assert r["setup_seconds"] < r["seconds"]
+        assert (r["setup_seconds"] > 0) == (r["bytes_read"] > 0), r
         # The ended stream let go of the group: destroy_process_group()
         # tore it down, not interpreter shutdown (where it aborted workers
         # now and then: "terminate called without an active exception").

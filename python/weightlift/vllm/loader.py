@@ -120,13 +120,15 @@ class WeightliftModelLoader(BaseModelLoader):
         return super().create_model(vllm_config, model_config, prefix)
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
+        # create_model's prepare counts for this load only, failed or not.
+        prepared_s, self._prepared_s = self._prepared_s, None
         path = self._checkpoint_path(model_config)
         tp, pp = _parallel_ranks()
         loaded, summary = load_model_weights(
             model, path, self.options, model.load_weights, tp=tp, pp=pp,
             tp_group=_tp_group(model_device(model)) if tp[1] > 1 else None)
         self._check_all_loaded(model, model_config, loaded)
-        summary.prepared_s, self._prepared_s = self._prepared_s, None
+        summary.prepared_s = prepared_s
         self.last_summary = summary
         for line in summary.lines():
             logger.info("%s", line)
