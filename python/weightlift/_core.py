@@ -113,12 +113,15 @@ def validate_options(options: Dict[str, Any]) -> None:
     _native.check_options(normalize(options))
 
 
-def check_options(options: Dict[str, Any]) -> None:
+def check_options(options: Dict[str, Any], take_setup: bool = False) -> None:
     """Raises what a load with OPTIONS would raise for them (unknown name,
     bad value, unusable device) without loading: a loader is made (or
-    taken from the pool) and pooled again for the load that follows."""
-    with pooled_loader(options):
-        pass
+    taken from the pool) and pooled again for the load that follows.
+    TAKE_SETUP: that load does not wait for the loader's creation (it comes
+    later, as a handle's reads do), so its report does not count it."""
+    with pooled_loader(options) as loader:
+        if take_setup:
+            loader.take_setup_seconds()
 
 
 def release_cached_loaders() -> None:

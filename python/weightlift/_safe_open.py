@@ -188,8 +188,9 @@ class safe_open:  # noqa: N801 - safetensors' name
                 f"(numpy arrays live in host memory)", code="InvalidArgument")
         options = dict(options, device=dev)
         # Every option first (an invalid backend or device raises here,
-        # before the file is looked at, as in safetensors).
-        _core.check_options(options)
+        # before the file is looked at, as in safetensors). The loader made
+        # here is the handle's: its first get_tensor does not wait for it.
+        _core.check_options(options, take_setup=True)
         ckpt = _core.open_checkpoint(filename)
         rows = ckpt.tensors()
         self._source: Optional[_Source] = _Source(ckpt, fw, options, rows)

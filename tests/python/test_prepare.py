@@ -125,3 +125,20 @@ def test_an_iterator_stopped_early_gives_its_loader_back(ckpt):
     it = weightlift.iter_tensors(path, threads=2)
     list(it)
     assert it.report.setup_seconds == 0
+
+
+def test_a_handles_first_read_is_not_charged_its_loader(ckpt):
+    """safe_open makes the loader when it opens (to check the options);
+    its first get_tensor through it (a backend named: not the cpu
+    handle's own reads) did not wait for that, so its report counts no
+    setup, where a load_checkpoint making its own loader counts it."""
+    path, want = ckpt
+    opts = {"threads": 5, "backend": "pread"}
+    with weightlift.safe_open(path, "pt", **opts) as f:
+        assert torch.equal(f.get_tensor("w.0"), want["w.0"])
+        r = weightlift.last_report()
+        assert r.files and r.files[0].path_taken == "pread"
+        assert r.setup_seconds == 0
+    weightlift.release_cached_loaders()
+    sd = weightlift.load_checkpoint(path, **opts)
+    assert sd.report.setup_seconds > 0
