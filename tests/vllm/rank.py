@@ -80,8 +80,11 @@ def build(vc):
     return model
 
 
-def compare(vc):
-    """Loads the model with both loaders; returns a JSON-able result."""
+def compare(vc, load_model=False):
+    """Loads the model with both loaders; returns a JSON-able result.
+    LOAD_MODEL: weightlift's through vLLM's own load_model (the plugin
+    prepares its loader before vLLM builds the model) instead of
+    load_weights into a model built here (every parameter NaN first)."""
     from vllm.config import set_current_vllm_config
     from vllm.model_executor.model_loader import (DefaultModelLoader,
                                                   get_model_loader)
@@ -101,8 +104,12 @@ def compare(vc):
             DefaultModelLoader(
                 type(vc.load_config)(load_format="safetensors")
             ).load_weights(ref, mc)
-            got = build(vc)
-            loader.load_weights(got, mc)
+            if load_model:
+                vc.compilation_config.static_forward_context.clear()
+                got = loader.load_model(vllm_config=vc, model_config=mc)
+            else:
+                got = build(vc)
+                loader.load_weights(got, mc)
     finally:
         vllm_logger.removeHandler(handler)
         vllm_logger.setLevel(level)
@@ -130,6 +137,8 @@ def compare(vc):
         "peak_bytes": s.peak_bytes,
         "bound_bytes": s.bound_bytes,
         "tp": list(s.tp), "pp": list(s.pp),
+        "setup_seconds": s.report.setup_seconds,
+        "prepared_s": s.prepared_s,
     }
 
 
@@ -143,10 +152,12 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--extra", default="{}")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--load-model", action="store_true",
+                    help="weightlift's load through vLLM's load_model")
     a = ap.parse_args()
     vc = init_vllm(a.ckpt, extra=json.loads(a.extra), tp=a.tp, pp=a.pp)
     start_distributed(vc, a.rank, a.world, a.tp, a.pp, a.port)
-    result = compare(vc)
+    result = compare(vc, load_model=a.load_model)
     with open(a.out, "w") as f:
         json.dump(result, f)
     return 0

@@ -164,7 +164,7 @@ def test_load_model_makes_the_loader_while_vllm_builds(vllm_world, ckpt):
                                p.view(torch.uint8)), n
 
 
-def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}"):
+def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}", load_model=False):
     world, port = tp * pp, _free_port()
     procs, outs = [], []
     for r in range(world):
@@ -174,7 +174,7 @@ def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}"):
             [sys.executable, os.path.join(HERE, "rank.py"), ckpt,
              "--rank", str(r), "--world", str(world), "--tp", str(tp),
              "--pp", str(pp), "--port", str(port), "--extra", extra,
-             "--out", out],
+             "--out", out] + (["--load-model"] if load_model else []),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     logs = []
     for p in procs:
@@ -192,8 +192,11 @@ def _run_ranks(ckpt, tmp_path, tp, pp, extra="{}"):
 @pytest.mark.parametrize("tp_mode, tp_slices", [
     ("group", True), ("full", True), ("full", False)])
 def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path, tp_mode, tp_slices):
+    """Through vLLM's own load_model: each rank's loader is made before
+    vLLM builds the model, and the load (group mode's collectives
+    included) runs on it, with no setup left in it."""
     results = _run_ranks(ckpt, tmp_path, tp=2, pp=1, extra=json.dumps(
-        {"tp_mode": tp_mode, "tp_slices": tp_slices}))
+        {"tp_mode": tp_mode, "tp_slices": tp_slices}), load_model=True)
     t = tiny_llama.tensors()
     total = sum(x.numel() * 4 for x in t.values())
     # o_proj and down_proj map one-to-one to RowParallelLinear weights:
@@ -205,6 +208,7 @@ def test_tensor_parallel_two_cpu_ranks(ckpt, tmp_path, tp_mode, tp_slices):
     for i, r in enumerate(results):
         assert r["tp"] == [i, 2]
         assert r["differ"] == [] and r["nan_left"] == []
+        assert r["prepared_s"] > 0 and r["setup_seconds"] == 0
         # Each rank holds its half (vLLM's weight loaders narrowed).
         assert r["shapes"]["model.layers.0.self_attn.qkv_proj.weight"] == \
             [64, 64]
