@@ -104,16 +104,22 @@ def prepare(device: Any, **options) -> float:
     earlier call took it. That first load's report then counts no setup,
     since the load did not wait for it."""
     from ._options import device_string
-    framework = options.pop("framework", "pt")
     dev = device_string(device)
-    if framework not in ("pt", "torch", "np", "numpy"):
-        raise ValueError(f"framework must be 'pt' or 'np', got {framework!r}")
-    if framework in ("np", "numpy") and dev != "cpu":
-        raise ValueError("framework 'np' loads into host memory only")
+    _numpy_framework(options.pop("framework", "pt"), dev)
     opts = {k: v for k, v in options.items()
             if k not in _TP_KEYWORDS and k != "progress"}
-    with _core.pooled_loader(dict(opts, device=dev)) as loader:
-        return loader.take_setup_seconds()
+    return _core.check_options(dict(opts, device=dev), take_setup=True)
+
+
+def _numpy_framework(framework: str, dev: str) -> bool:
+    """Whether FRAMEWORK (load_checkpoint's and prepare's keyword) means
+    numpy arrays; raises for an unknown one, or numpy on a device."""
+    np = framework in ("np", "numpy")
+    if not np and framework not in ("pt", "torch"):
+        raise ValueError(f"framework must be 'pt' or 'np', got {framework!r}")
+    if np and dev != "cpu":
+        raise ValueError("framework 'np' loads into host memory only")
+    return np
 
 
 def default_options() -> Dict[str, Any]:
@@ -137,12 +143,8 @@ def load_checkpoint(path: Any, device: Any = "cpu", *, framework: str = "pt",
     from . import _dtypes
     from ._options import device_string
 
-    np = framework in ("np", "numpy")
-    if not np and framework not in ("pt", "torch"):
-        raise ValueError(f"framework must be 'pt' or 'np', got {framework!r}")
     dev = device_string(device)
-    if np and dev != "cpu":
-        raise ValueError("framework 'np' loads into host memory only")
+    np = _numpy_framework(framework, dev)
     # _tp only when a TP keyword is there: a plain first call does not pay
     # for importing it (~7 ms on the 2-core box, inside the clock).
     tp = None

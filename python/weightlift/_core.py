@@ -113,15 +113,15 @@ def validate_options(options: Dict[str, Any]) -> None:
     _native.check_options(normalize(options))
 
 
-def check_options(options: Dict[str, Any], take_setup: bool = False) -> None:
+def check_options(options: Dict[str, Any], take_setup: bool = False) -> float:
     """Raises what a load with OPTIONS would raise for them (unknown name,
     bad value, unusable device) without loading: a loader is made (or
     taken from the pool) and pooled again for the load that follows.
     TAKE_SETUP: that load does not wait for the loader's creation (it comes
-    later, as a handle's reads do), so its report does not count it."""
+    later, as a handle's reads do), so its report does not count it; the
+    seconds taken are returned (0.0 otherwise, or when none were left)."""
     with pooled_loader(options) as loader:
-        if take_setup:
-            loader.take_setup_seconds()
+        return loader.take_setup_seconds() if take_setup else 0.0
 
 
 def release_cached_loaders() -> None:
