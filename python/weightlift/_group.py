@@ -269,7 +269,15 @@ def agree(tr: TorchGroupTransport, device: str, fingerprint: str,
     got = _native.group_agree(tr, _comm_device(tr, device), fingerprint,
                               None if error is None else _status_of(error))
     if error is not None:
-        raise error
+        # Raised with no local left holding it: a frame that holds its own
+        # exception is a cycle that keeps every frame of the traceback, and
+        # so the caller's process group, alive until the garbage collector
+        # runs. A group still alive when the user destroys it is torn down
+        # at interpreter shutdown, where gloo aborts the process.
+        try:
+            raise error
+        finally:
+            error = None
     if got is not None:
         try:
             raise_error(got["error"])

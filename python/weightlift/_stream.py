@@ -172,8 +172,11 @@ class TensorStream:
             refused = e
         parts = None
         if process_group is not None:
-            self._group = self._agree(process_group, group_timeout, infos,
-                                      refused)
+            try:
+                self._group = self._agree(process_group, group_timeout,
+                                          infos, refused)
+            finally:
+                refused = None  # see _group.agree
             if self._plan:
                 tp_rank, tp_size = self._group.rank(), self._group.size()
         if self._plan:
@@ -239,7 +242,12 @@ class TensorStream:
                     _tp_common.raise_error(fingerprint["error"])
         except (ValueError, TypeError, OSError) as e:
             error = e
-        _group.agree(g, self._device, fingerprint, error)
+        try:
+            _group.agree(g, self._device, fingerprint, error)
+        finally:
+            # The error's traceback holds this frame: no local may hold the
+            # error (see _group.agree).
+            error = refused = None
         return g
 
     def _in_device(self, fn):

@@ -259,7 +259,7 @@ def test_parts_by_tp_plan_are_tensor_split_and_read_alone(sharded, rank):
 
 
 _REFUSED_RANK = r"""
-import datetime, json, sys, time
+import datetime, json, sys, time, weakref
 import torch.distributed as dist
 import weightlift
 ckpt, rank, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -275,8 +275,12 @@ try:
 except Exception as e:  # noqa: BLE001 - reported to the test
     got = {"type": type(e).__name__, "error": str(e)}
 got["seconds"] = time.time() - t0
+# The failed stream let go of the group: destroy_process_group() tears it
+# down now, not interpreter shutdown (where gloo's threads abort).
+group = weakref.ref(dist.group.WORLD)
+dist.destroy_process_group()
+got["group_freed"] = group() is None
 json.dump(got, open(out, "w"))
-dist.destroy_process_group()  # not at interpreter exit (gloo aborts there)
 """
 
 
@@ -308,6 +312,7 @@ def test_group_mode_a_refused_rank_fails_the_others_at_once(sharded,
     assert "rank 1 could not start the load" in r0["error"], r0
     assert "no.such.tensor" in r0["error"], r0
     assert r0["seconds"] < 15, r0
+    assert r0["group_freed"] and r1["group_freed"], (r0, r1)
 
 
 def test_group_mode_refuses_numpy(sharded):
