@@ -231,10 +231,13 @@ class TorchGroupTransport(_native.GroupTransport):
     def raise_from(self, e: BaseException):
         """E (a load's error) as the class of what the transport saw: a
         GroupTimeoutError when a collective timed out."""
-        if isinstance(self.error, GroupTimeoutError) and \
-                not isinstance(e, GroupTimeoutError):
-            raise GroupTimeoutError(str(e), code="IoError") from None
-        raise e
+        try:
+            if isinstance(self.error, GroupTimeoutError) and \
+                    not isinstance(e, GroupTimeoutError):
+                raise GroupTimeoutError(str(e), code="IoError") from None
+            raise e
+        finally:
+            e = None  # not kept by a frame of its own traceback
 
 
 def _check_backend(tr: TorchGroupTransport, device: str) -> None:
@@ -357,13 +360,37 @@ class GroupLoad:
                 None if self.error is None else _status_of(self.error))
         except BaseException:
             self._loader_cm.__exit__(None, None, None)
+            self._let_go()
             raise
         self.report = None
 
+    def _let_go(self) -> None:
+        """After a failure: nothing more is issued, so this load lets go of
+        the torch group (its transport's and its request's references) and
+        of the checkpoint's open files. The error raised holds this load
+        through its traceback's frames, and the frames hold the error (a
+        cycle the garbage collector alone frees): without this, the user's
+        destroy_process_group() would leave the group to interpreter
+        shutdown, where gloo aborts the process (see
+        TorchGroupTransport.release)."""
+        self.transport.release()
+        self.req.group = None
+        self.ckpt = None
+
     def _fail(self, e: BaseException):
-        if self.error is not None:
-            raise self.error  # this rank's own reason, as raised here
-        self.transport.raise_from(e)
+        """Raises this rank's own reason (its refusal), else E as the
+        transport saw it. Neither this frame nor this load keeps the error
+        raised: its traceback holds this frame and the caller's, so an
+        error kept there would be a cycle that holds the caller's frames
+        (and the process group in their locals) until the garbage
+        collector runs (see _let_go)."""
+        own, self.error, self.req.error = self.error, None, None
+        try:
+            if own is not None:
+                raise own  # as raised here
+            self.transport.raise_from(e)
+        finally:
+            own = e = None
 
     def tensors(self, poll_s: float = 0.1, raw: bool = False):
         """(index, name, tensor) as they become final on this rank (a batch
@@ -381,6 +408,7 @@ class GroupLoad:
             self._finish()
         except _errors.WeightliftError as e:
             self._close()
+            self._let_go()
             self._fail(e)
 
     def _close(self) -> None:

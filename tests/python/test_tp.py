@@ -442,6 +442,9 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     r0, r1 = _run_groups(ckpt, (2,), "failures", tmp_path)[2]
     for r in (r0, r1):
         assert r["ok"], r.get("traceback")
+        # Each failed load let go of its group (freed at the caller's
+        # destroy_process_group, not at the next garbage collection).
+        assert r["group_freed"] and all(r["group_freed"].values()), r
         d = r["disagree"]
         assert d["type"] == "InvalidArgumentError", d
         assert "ranks disagree on the plan or the checkpoint" in d["error"]

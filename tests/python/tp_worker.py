@@ -80,8 +80,50 @@ def other_weights():
     return out
 
 
+def group_freed_after_failure(fn):
+    """FN(group) on a new group of every rank must fail; then, once the
+    caller destroys that group, nothing of weightlift's may still hold it
+    (no garbage collection first): a failed load that keeps the group
+    alive leaves it to interpreter shutdown, where gloo aborts the
+    process."""
+    import weakref
+    sub = dist.new_group(list(range(WORLD)))
+    got = failure(lambda: fn(sub))
+    ref = weakref.ref(sub)
+    del sub
+    dist.destroy_process_group(ref())
+    return got is not None and ref() is None
+
+
 def run_failures(result):
     pg = dist.group.WORLD
+    # Every kind of failed group load lets go of the group: disagreeing
+    # ranks (refused in C++), a rank that cannot open the checkpoint
+    # (refused in Python) or has bad options (refused by the loader), and
+    # the iterator.
+    bad_plan = {"*": "frobwise"} if RANK == 1 else TEST_PLAN
+    missing = os.path.join(OUT_DIR, "no_such_checkpoint") if RANK == 1 \
+        else CKPT
+    bad_threads = {"threads": -1} if RANK == 1 else {}
+    result["group_freed"] = {
+        "disagree": group_freed_after_failure(
+            lambda g: weightlift.load_checkpoint(
+                CKPT, tp_plan={"x": "rowwise"} if RANK == 1 else {},
+                process_group=g, group_timeout=20)),
+        "bad_plan": group_freed_after_failure(
+            lambda g: weightlift.load_checkpoint(
+                CKPT, tp_plan=bad_plan, process_group=g, group_timeout=20)),
+        "missing": group_freed_after_failure(
+            lambda g: weightlift.load_checkpoint(
+                missing, process_group=g, group_timeout=20)),
+        "bad_option": group_freed_after_failure(
+            lambda g: weightlift.load_checkpoint(
+                CKPT, process_group=g, group_timeout=20, **bad_threads)),
+        "iter": group_freed_after_failure(
+            lambda g: list(weightlift.iter_tensors(
+                missing, tp_plan=TEST_PLAN, process_group=g,
+                group_timeout=20))),
+    }
     # Ranks disagree on the plan: both fail before any data moves.
     plan = dict(TEST_PLAN)
     if RANK == 1:
