@@ -203,7 +203,13 @@ def open_beside_loader(path: Any, options: Dict[str, Any], prepare=None):
     finally:
         maker.join()
         if failed:
-            raise failed[0]
+            try:
+                raise failed.pop()
+            finally:
+                # No local keeps the error (a cycle through its traceback
+                # would keep the checkpoint's files open until the garbage
+                # collector runs).
+                failed = None
     if prepared is not None:
         done = opened + prepared.took
         prepared.seconds = max(0.0, done - max(opened, made[0]))

@@ -299,7 +299,15 @@ class _Opening:
             return _core.open_checkpoint(self._path)
         self._thread.join()
         if self._error is not None:
-            raise self._error
+            error, self._error = self._error, None
+            try:
+                raise error
+            finally:
+                # Neither this frame nor this object keeps the error: its
+                # traceback holds the caller's frames, and a cycle through
+                # them would keep their loader alive until the garbage
+                # collector runs (as concurrent.futures does).
+                error = None
         return self._ckpt
 
 

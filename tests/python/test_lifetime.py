@@ -6,7 +6,7 @@ import gc
 import numpy as np
 import safetensors.torch
 import torch
-from conftest import errors_in_threads, random_tensor
+from conftest import errors_in_threads, needs_cuda, random_tensor
 
 import weightlift
 import weightlift.numpy
@@ -151,3 +151,75 @@ def test_cached_loader_is_reused_and_results_stay_independent(tmp_path):
     assert torch.equal(second["x"], -torch.arange(1000, dtype=torch.float32))
     weightlift.release_cached_loaders()
     assert not _core._idle
+
+
+def _failed_call_leaves_no_cycle(fn):
+    """FN must raise; returns the names of the frames the garbage collector
+    alone would free afterwards (none: the error's traceback is not in a
+    reference cycle, so its frames, and the loader, checkpoint or process
+    group their locals hold, go as soon as the caller drops the error)."""
+    import types
+    gc.collect()
+    gc.disable()
+    try:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - any refusal will do
+            pass
+        else:
+            raise AssertionError("the call did not fail")
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        frames = [f"{o.f_code.co_name} ({o.f_code.co_filename})"
+                  for o in gc.garbage if isinstance(o, types.FrameType)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    return frames
+
+
+def _failing_calls(tmp_path, gen, device):
+    path, _ = _file(tmp_path, gen)
+    truncated = str(tmp_path / "truncated.safetensors")
+    with open(path, "rb") as f, open(truncated, "wb") as g:
+        g.write(f.read()[:-100])
+    missing = str(tmp_path / "missing")
+    tp = dict(tp_rank=0, tp_size=2, tp_plan={"a": "colwise"})
+    return {
+        "missing": lambda: weightlift.load_checkpoint(missing, device=device),
+        "truncated": lambda: weightlift.load_checkpoint(truncated,
+                                                        device=device),
+        "bad option": lambda: weightlift.load_checkpoint(path, device=device,
+                                                         threads=-1),
+        "tp missing": lambda: weightlift.load_checkpoint(missing,
+                                                         device=device, **tp),
+        "tp truncated": lambda: weightlift.load_checkpoint(
+            truncated, device=device, **tp),
+        "tp bad rank": lambda: weightlift.load_checkpoint(
+            path, device=device, tp_rank=2, tp_size=2),
+        "iter missing": lambda: list(weightlift.iter_tensors(missing,
+                                                             device=device)),
+        "safe_open missing": lambda: weightlift.safe_open(missing, "pt",
+                                                          device=device),
+    }
+
+
+def _check_no_cycles(tmp_path, gen, device):
+    for name, fn in _failing_calls(tmp_path, gen, device).items():
+        # A first call (no pooled loader) opens the checkpoint on a thread
+        # beside the loader's setup; a later call does not: both ways.
+        for first in (True, False):
+            if first:
+                weightlift.release_cached_loaders()
+            frames = _failed_call_leaves_no_cycle(fn)
+            assert not frames, (name, "first" if first else "later", frames)
+
+
+def test_failed_loads_leave_no_reference_cycle(tmp_path, gen):
+    _check_no_cycles(tmp_path, gen, "cpu")
+
+
+@needs_cuda
+def test_failed_cuda_loads_leave_no_reference_cycle(tmp_path, gen):
+    _check_no_cycles(tmp_path, gen, "cuda:0")
