@@ -388,6 +388,16 @@ TEST(LoadWithGroup, FullModeEveryRankGetsEveryTensorReadingAShare) {
             << "n=" << n << " rank " << r << " " << t.name;
       }
       read += rr.result.report.bytes_read;
+      // The report's files: each of the checkpoint's once, with what this
+      // rank read of it over all its batches.
+      const LoadReport& rep = rr.result.report;
+      ASSERT_EQ(rep.files.size(), ckpt->files().size()) << "rank " << r;
+      uint64_t file_bytes = 0;
+      for (size_t f = 0; f < rep.files.size(); ++f) {
+        EXPECT_EQ(rep.files[f].path, ckpt->files()[f].path) << "rank " << r;
+        file_bytes += rep.files[f].bytes;
+      }
+      EXPECT_EQ(file_bytes, rep.bytes_read) << "n=" << n << " rank " << r;
     }
     // Each byte read once in the group (pread: no alignment overhead).
     EXPECT_EQ(read, ckpt->total_bytes()) << "n=" << n;

@@ -113,6 +113,35 @@ StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
 // staging and threads are the largest any part used, the files are the
 // first part's (every part opens the same ones), and each note is kept
 // once.
+// PART's files into INTO's, one entry per file: the bytes added up over
+// the batches; a file no batch has read yet ("none") takes the path of the
+// first that read it; a file read one way in one batch and another way in
+// another says both.
+void AddFiles(const std::vector<FileReport>& part,
+              std::vector<FileReport>& into) {
+  for (const FileReport& f : part) {
+    auto same =
+        std::find_if(into.begin(), into.end(),
+                     [&](const FileReport& g) { return g.path == f.path; });
+    const bool unread = f.bytes == 0 && f.path_taken == "none";
+    if (same == into.end()) {
+      into.push_back(f);
+    } else if (unread) {
+      continue;
+    } else if (same->bytes == 0 && same->path_taken == "none") {
+      *same = f;
+    } else {
+      same->bytes += f.bytes;
+      const std::string then = ", then ";
+      if ((then + same->path_taken + then).find(then + f.path_taken + then) ==
+          std::string::npos) {
+        same->path_taken += then + f.path_taken;
+        same->reason += "; then " + f.reason;
+      }
+    }
+  }
+}
+
 void AddReads(const LoadReport& part, LoadReport& into) {
   into.bytes_read += part.bytes_read;
   into.setup_seconds += part.setup_seconds;
@@ -121,7 +150,7 @@ void AddReads(const LoadReport& part, LoadReport& into) {
   into.transfer_seconds += part.transfer_seconds;
   into.staging_bytes = std::max(into.staging_bytes, part.staging_bytes);
   into.threads = std::max(into.threads, part.threads);
-  if (into.files.empty()) into.files = part.files;
+  AddFiles(part.files, into.files);
   for (const std::string& note : part.notes) {
     if (std::find(into.notes.begin(), into.notes.end(), note) ==
         into.notes.end()) {
