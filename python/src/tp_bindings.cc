@@ -244,9 +244,11 @@ nb::object Fingerprint(const std::vector<TensorTuple>& tensors,
   if (!tp.ok()) return ErrorDict(tp.status());
   std::vector<FileInfo> files(file_sizes.size());
   for (size_t i = 0; i < files.size(); ++i) files[i].size = file_sizes[i];
-  // No content sample: the stream's windows compare theirs in LoadWithGroup.
-  return nb::str(
-      internal::GroupFingerprint(*infos, files, sharded, *tp, {}).c_str());
+  // No content sample and the plan's default options: each of the
+  // stream's windows is a LoadWithGroup, which compares its own.
+  return nb::str(internal::GroupFingerprint(*infos, files, sharded, *tp,
+                                            internal::GroupPlanOptions{}, {})
+                     .c_str());
 }
 
 // AgreeOnGroupLoad over TRANSPORT (a Python GroupTransport) on DEVICE:

@@ -1,5 +1,7 @@
 #include "cuda/cuda_util.h"
 
+#include <cuda.h>  // types only: the driver is reached through the runtime
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -46,6 +48,50 @@ Status CheckCudaDevice(int device) {
 Status UseDevice(int device) {
   return CudaStatus(cudaSetDevice(device),
                     "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
+namespace {
+
+using CtxGetCurrentFn = CUresult (*)(CUcontext*);
+using CtxSetCurrentFn = CUresult (*)(CUcontext);
+
+// A driver entry point through the runtime (the library never links
+// libcuda); null when the driver does not offer it.
+template <typename Fn>
+Fn DriverFn(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault,
+                                       &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+struct ContextCalls {
+  CtxGetCurrentFn get = DriverFn<CtxGetCurrentFn>("cuCtxGetCurrent");
+  CtxSetCurrentFn set = DriverFn<CtxSetCurrentFn>("cuCtxSetCurrent");
+};
+
+const ContextCalls& Contexts() {
+  static const ContextCalls calls;
+  return calls;
+}
+
+}  // namespace
+
+ScopedDevice::ScopedDevice(int device) {
+  const ContextCalls& ctx = Contexts();
+  CUcontext before = nullptr;
+  restore_ = ctx.get && ctx.set && ctx.get(&before) == CUDA_SUCCESS;
+  previous_ = before;
+  error_ = cudaSetDevice(device);
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (restore_) Contexts().set(static_cast<CUcontext>(previous_));
 }
 
 std::string FormatBytes(uint64_t bytes) {
@@ -198,7 +244,7 @@ StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, uint64_t bytes) {
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
     if (data_) {
-      cudaSetDevice(device_);
+      ScopedDevice on(device_);
       cudaFree(data_);
     }
     data_ = std::exchange(o.data_, nullptr);
@@ -210,7 +256,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 
 DeviceBuffer::~DeviceBuffer() {
   if (data_) {
-    cudaSetDevice(device_);
+    ScopedDevice on(device_);
     cudaFree(data_);
   }
 }

@@ -31,6 +31,31 @@ Status CheckCudaDevice(int device);
 // cudaSetDevice(DEVICE) as a Status.
 Status UseDevice(int device);
 
+// Makes DEVICE current on this thread for the guard's life, then gives the
+// thread back the context it had before, or none. "Restoring" with
+// cudaSetDevice(cudaGetDevice()) would not do: on a thread with no context
+// (a job thread; whichever thread drops the last owner of device memory)
+// cudaGetDevice says 0, and cudaSetDevice(0) creates a context on GPU 0
+// (CUDA 12 initializes the device's primary context there), ~0.5 GB of
+// another rank's GPU for every tensor-parallel rank on cuda:1 and up. The
+// contexts are read and set through the driver the runtime loaded
+// (cuCtxGetCurrent / cuCtxSetCurrent); where the driver offers neither,
+// DEVICE simply stays current (it is this rank's own device).
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+  // cudaSetDevice(DEVICE)'s result.
+  cudaError_t error() const { return error_; }
+
+ private:
+  void* previous_ = nullptr;  // the thread's CUcontext before, or null
+  bool restore_ = false;
+  cudaError_t error_ = cudaSuccess;
+};
+
 // "12.34 GiB (13245... bytes)"
 std::string FormatBytes(uint64_t bytes);
 

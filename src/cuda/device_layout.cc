@@ -48,11 +48,8 @@ StatusOr<std::shared_ptr<void>> AllocateLayout(int device,
                       DeviceBuffer::Allocate(device, layout.total));
   return std::shared_ptr<void>(buf.release(), [device](void* p) {
     if (!p) return;
-    int prev = -1;
-    cudaGetDevice(&prev);
-    cudaSetDevice(device);
+    ScopedDevice on(device);  // whichever thread drops the last owner
     cudaFree(p);
-    if (prev >= 0 && prev != device) cudaSetDevice(prev);
   });
 }
 

@@ -31,10 +31,20 @@ constexpr uint64_t kAlign = 256;
 
 uint64_t AlignUp(uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-// All-gathers every rank's record (status, fingerprint, error text); the
-// first error found, else OK. WHAT names the step ("start the load",
-// "read batch 3") in the error of a rank that failed it.
-Status Exchange(GroupTransport& group, const Device& device, const Status& mine,
+// Memory on DEVICE for one exchange's records (one per rank of GROUP).
+StatusOr<std::shared_ptr<void>> AllocateRecords(GroupTransport& group,
+                                                const Device& device) {
+  return internal::AllocateOn(device,
+                              kRecord * static_cast<uint64_t>(group.size()));
+}
+
+// All-gathers every rank's record (status, fingerprint, error text) through
+// BUF (AllocateRecords; a load reuses it for each of its exchanges, so no
+// batch pays for a device allocation and its cudaFree, which waits for the
+// whole device); the first error found, else OK. WHAT names the step
+// ("start the load", "read batch 3") in the error of a rank that failed it.
+Status Exchange(GroupTransport& group, const Device& device,
+                const std::shared_ptr<void>& buf, const Status& mine,
                 const std::string& fingerprint, const std::string& what) {
   const int n = group.size();
   const int r = group.rank();
@@ -46,8 +56,6 @@ Status Exchange(GroupTransport& group, const Device& device, const Status& mine,
   const std::string text = mine.ok() ? "" : mine.ToString();
   std::memcpy(rec + 33, text.data(),
               std::min<size_t>(kRecord - 34, text.size()));
-  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> buf,
-                      internal::AllocateOn(device, host.size()));
   char* mine_at =
       static_cast<char*>(buf.get()) + kRecord * static_cast<uint64_t>(r);
   WL_RETURN_IF_ERROR(internal::CopyIn(device, mine_at, rec, kRecord));
@@ -210,7 +218,10 @@ class BatchReads {
 
 Status AgreeOnGroupLoad(GroupTransport& group, const Device& device,
                         const Status& mine, const std::string& fingerprint) {
-  return Exchange(group, device, mine, fingerprint, "start the load");
+  internal::OnDevice on(device);
+  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> records,
+                      AllocateRecords(group, device));
+  return Exchange(group, device, records, mine, fingerprint, "start the load");
 }
 
 StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
@@ -221,6 +232,9 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
   const int n = group.size();
   const int r = group.rank();
   const Device device = loader.options().device;
+  // This thread (a job thread of its own, often) works on the rank's device
+  // and on no other.
+  internal::OnDevice on(device);
 
   // Everything that can fail on one rank alone, before the agreement.
   Status local = Status::OK();
@@ -269,38 +283,50 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
       local = s.status();
     }
   }
-  WL_RETURN_IF_ERROR(AgreeOnGroupLoad(
-      group, device, local,
-      local.ok()
-          ? internal::GroupFingerprint(tensors, ckpt.files(),
-                                       request.tensor_parallel, tp, sample)
-          : std::string()));
-
   internal::GroupPlanOptions popts;
   popts.allgather_min_bytes = request.allgather_min_bytes;
   popts.batch_bytes = request.batch_bytes;
-  const internal::GroupPlan plan =
-      shards ? internal::PlanShardedGroup(tensors, *shards, n, popts)
-             : internal::PlanFullGroup(tensors, n, popts);
-
-  // One allocation for what the group delivers and this rank reads whole
-  // or by rows (each tensor 256-byte aligned); this rank's parts come in
-  // LoadSlices' memory.
+  // The plan and this rank's memory come before the agreement too: a rank
+  // that cannot allocate (the likeliest failure on a GPU) says so there,
+  // instead of leaving the others to wait out the timeout at batch 0.
+  internal::GroupPlan plan;
   std::vector<uint64_t> sizes(tensors.size());
   std::vector<uint64_t> offsets(tensors.size());
   uint64_t total = 0;
   uint64_t delivered = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const bool local = plan.steps[i].delivery == Delivery::kLocal;
-    sizes[i] = local ? shards->shards[i].bytes : tensors[i].size;
-    offsets[i] = total;
-    if (!local) total += AlignUp(sizes[i]);
-    delivered += sizes[i];
+  std::shared_ptr<void> memory;
+  if (local.ok()) {
+    plan = shards ? internal::PlanShardedGroup(tensors, *shards, n, popts)
+                  : internal::PlanFullGroup(tensors, n, popts);
+    // One allocation for what the group delivers and this rank reads whole
+    // or by rows (each tensor 256-byte aligned); this rank's parts come in
+    // LoadSlices' memory.
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const bool is_part = plan.steps[i].delivery == Delivery::kLocal;
+      sizes[i] = is_part ? shards->shards[i].bytes : tensors[i].size;
+      offsets[i] = total;
+      if (!is_part) total += AlignUp(sizes[i]);
+      delivered += sizes[i];
+    }
+    StatusOr<std::shared_ptr<void>> m = internal::AllocateOn(device, total);
+    if (m.ok()) {
+      memory = std::move(*m);
+    } else {
+      local = m.status();
+    }
   }
+  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> records,
+                      AllocateRecords(group, device));
+  WL_RETURN_IF_ERROR(
+      Exchange(group, device, records, local,
+               local.ok() ? internal::GroupFingerprint(tensors, ckpt.files(),
+                                                       request.tensor_parallel,
+                                                       tp, popts, sample)
+                          : std::string(),
+               "start the load"));
+
   const std::vector<TensorRequest> part_requests =
       shards ? ShardRequests(tensors, *shards) : std::vector<TensorRequest>();
-  WL_ASSIGN_OR_RETURN(std::shared_ptr<void> memory,
-                      internal::AllocateOn(device, total));
   const auto base = reinterpret_cast<uintptr_t>(memory.get());
   std::vector<void*> buffers(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -373,7 +399,7 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     AddReads(batch_report, report);
     // Every rank learns whether every rank has its bytes of this batch, so
     // a rank whose read failed fails the group at once, with its reason.
-    Status s = Exchange(group, device, read, std::string(32, '-'),
+    Status s = Exchange(group, device, records, read, std::string(32, '-'),
                         "read its bytes of batch " + std::to_string(b));
     if (s.ok()) s = internal::RunBatch(plan, tensors, b, buffers, group);
     if (!s.ok()) {

@@ -6,9 +6,30 @@
 
 #ifdef WL_HAVE_NCCL_COMMUNICATOR
 #include <cuda_runtime.h>
+
+#include "cuda/cuda_util.h"
 #endif
 
 namespace weightlift::internal {
+
+#ifdef WL_HAVE_NCCL_COMMUNICATOR
+struct OnDevice::Guard {
+  explicit Guard(int device) : on(device) {}
+  ScopedDevice on;
+};
+#else
+struct OnDevice::Guard {};
+#endif
+
+OnDevice::OnDevice(const Device& device) {
+#ifdef WL_HAVE_NCCL_COMMUNICATOR
+  if (device.is_cuda()) guard_ = std::make_unique<Guard>(device.index);
+#else
+  (void)device;
+#endif
+}
+
+OnDevice::~OnDevice() = default;
 
 StatusOr<std::shared_ptr<void>> AllocateOn(const Device& device,
                                            uint64_t bytes) {
@@ -23,24 +44,23 @@ StatusOr<std::shared_ptr<void>> AllocateOn(const Device& device,
     return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
 #ifdef WL_HAVE_NCCL_COMMUNICATOR
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaError_t e = cudaSetDevice(device.index);
   void* p = nullptr;
-  if (e == cudaSuccess) e = cudaMalloc(&p, size);
-  cudaSetDevice(previous);
+  cudaError_t e = cudaSuccess;
+  {
+    ScopedDevice on(device.index);  // only this rank's device
+    e = on.error();
+    if (e == cudaSuccess) e = cudaMalloc(&p, size);
+  }
   if (e != cudaSuccess) {
+    (void)cudaGetLastError();
     return Status::CudaError("group load: cudaMalloc of " +
                              std::to_string(bytes) + " bytes on " +
                              device.ToString() + ": " + cudaGetErrorName(e));
   }
   const int index = device.index;
   return std::shared_ptr<void>(p, [index](void* q) {
-    int prev = 0;
-    cudaGetDevice(&prev);
-    cudaSetDevice(index);
+    ScopedDevice on(index);  // whichever thread drops the last owner
     cudaFree(q);
-    cudaSetDevice(prev);
   });
 #else
   return Status::Unsupported("group load on " + device.ToString() +
@@ -57,15 +77,26 @@ Status Copy(const Device& device, void* dst, const void* src, uint64_t bytes,
     return Status::OK();
   }
 #ifdef WL_HAVE_NCCL_COMMUNICATOR
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaError_t e = cudaSetDevice(device.index);  // only this rank's device
-  if (e == cudaSuccess) {
-    e = cudaMemcpy(dst, src, bytes,
-                   to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+  cudaError_t e = cudaSuccess;
+  {
+    ScopedDevice on(device.index);  // only this rank's device
+    e = on.error();
+    if (e == cudaSuccess) {
+      e = cudaMemcpy(
+          dst, src, bytes,
+          to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+    }
+    // From pageable memory cudaMemcpy may return before its DMA to the
+    // device has landed; the collective that reads these bytes next runs
+    // on another (non-blocking) stream, which does not wait for the
+    // legacy default stream. (A copy to pageable memory is done when it
+    // returns.)
+    if (e == cudaSuccess && to_device) {
+      e = cudaStreamSynchronize(cudaStreamLegacy);
+    }
   }
-  cudaSetDevice(previous);
   if (e != cudaSuccess) {
+    (void)cudaGetLastError();
     return Status::CudaError("group load: cudaMemcpy of " +
                              std::to_string(bytes) + " bytes on " +
                              device.ToString() + ": " + cudaGetErrorName(e));

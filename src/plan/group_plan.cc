@@ -146,6 +146,7 @@ GroupPlan PlanShardedGroup(std::span<const TensorInfo> tensors,
 std::string GroupFingerprint(std::span<const TensorInfo> tensors,
                              std::span<const FileInfo> files, bool sharded,
                              const TensorParallel& tp,
+                             const GroupPlanOptions& options,
                              std::string_view content) {
   Fnv a{0xcbf29ce484222325ull};
   Fnv b{0x84222325cbf29ce4ull};
@@ -154,8 +155,12 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
     fn(b);
   };
   both([&](Fnv& f) {
-    f.Str("weightlift-group-v2");  // v2: with the content sample
+    // v2: the content sample; v3: the plan's options.
+    f.Str("weightlift-group-v3");
     f.U64(sharded ? 1 : 0);
+    f.U64(options.allgather_min_bytes);
+    f.U64(options.batch_bytes);
+    f.U64(options.partial_reads ? 1 : 0);
     f.U64(static_cast<uint64_t>(tp.size));
     f.U64(tp.plan.size());
     for (const TpPlanEntry& e : tp.plan) {

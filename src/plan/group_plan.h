@@ -78,13 +78,15 @@ GroupPlan PlanShardedGroup(std::span<const TensorInfo> tensors,
 // A fingerprint of what the ranks of a group must agree on before any data
 // moves: the mode, the group size, the TP plan, and the checkpoint's
 // identity (every tensor's name, dtype, shape, file, offset and size, and
-// every file's size) and CONTENT, a sample of the tensors' bytes
-// (dist/tensor_sample.h: two checkpoints of one layout differ there). 32
-// lower-case hex digits. Not a security hash: it catches ranks started with
-// different arguments or checkpoints.
+// every file's size), the plan's OPTIONS (ranks that batch or split
+// differently would issue different collectives) and CONTENT, a sample of the
+// tensors' bytes (dist/tensor_sample.h: two checkpoints of one layout differ
+// there). 32 lower-case hex digits. Not a security hash: it catches ranks
+// started with different arguments or checkpoints.
 std::string GroupFingerprint(std::span<const TensorInfo> tensors,
                              std::span<const FileInfo> files, bool sharded,
                              const TensorParallel& tp,
+                             const GroupPlanOptions& options,
                              std::string_view content);
 
 }  // namespace weightlift::internal

@@ -155,30 +155,47 @@ TEST(GroupFingerprint, ChangesWithPlanCheckpointAndContentNotRank) {
   tp.size = 2;
   tp.plan = {{"a", ShardStyle::kColwise}};
   const std::string kSample = "0123456789abcdef";  // a tensor's 16 bytes
-  const std::string base = GroupFingerprint(ts, files, true, tp, kSample);
+  const GroupPlanOptions kOpts;
+  const std::string base =
+      GroupFingerprint(ts, files, true, tp, kOpts, kSample);
   EXPECT_EQ(base.size(), 32u);
   TensorParallel other_rank = tp;
   other_rank.rank = 1;
-  EXPECT_EQ(GroupFingerprint(ts, files, true, other_rank, kSample), base);
-  EXPECT_NE(GroupFingerprint(ts, files, false, tp, kSample), base);
+  EXPECT_EQ(GroupFingerprint(ts, files, true, other_rank, kOpts, kSample),
+            base);
+  EXPECT_NE(GroupFingerprint(ts, files, false, tp, kOpts, kSample), base);
   TensorParallel other_plan = tp;
   other_plan.plan[0].style = ShardStyle::kRowwise;
-  EXPECT_NE(GroupFingerprint(ts, files, true, other_plan, kSample), base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, other_plan, kOpts, kSample),
+            base);
   TensorParallel other_size = tp;
   other_size.size = 4;
-  EXPECT_NE(GroupFingerprint(ts, files, true, other_size, kSample), base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, other_size, kOpts, kSample),
+            base);
   auto moved = ts;
   moved[1].offset += 2;
-  EXPECT_NE(GroupFingerprint(moved, files, true, tp, kSample), base);
+  EXPECT_NE(GroupFingerprint(moved, files, true, tp, kOpts, kSample), base);
   auto reshaped = ts;
   reshaped[0].shape = {2, 8};
-  EXPECT_NE(GroupFingerprint(reshaped, files, true, tp, kSample), base);
+  EXPECT_NE(GroupFingerprint(reshaped, files, true, tp, kOpts, kSample), base);
   auto files2 = files;
   files2[0].size = 141;
-  EXPECT_NE(GroupFingerprint(ts, files2, true, tp, kSample), base);
+  EXPECT_NE(GroupFingerprint(ts, files2, true, tp, kOpts, kSample), base);
   // Same layout, other weights: the content sample differs.
-  EXPECT_NE(GroupFingerprint(ts, files, true, tp, "0123456789abcdeF"), base);
-  EXPECT_NE(GroupFingerprint(ts, files, true, tp, ""), base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, kOpts, "0123456789abcdeF"),
+            base);
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, kOpts, ""), base);
+  // Ranks that would batch or split differently (their collectives would
+  // not match) disagree too.
+  GroupPlanOptions batches = kOpts;
+  batches.batch_bytes /= 2;
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, batches, kSample), base);
+  GroupPlanOptions gathers = kOpts;
+  gathers.allgather_min_bytes = 1;
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, gathers, kSample), base);
+  GroupPlanOptions whole = kOpts;
+  whole.partial_reads = false;
+  EXPECT_NE(GroupFingerprint(ts, files, true, tp, whole, kSample), base);
 }
 
 }  // namespace
