@@ -13,12 +13,25 @@
 //     Python runs this same LoadWithGroup.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "weightlift/status.h"
 
 namespace weightlift {
+
+// One collective of a list a transport runs (GroupTransport::RunAll).
+struct GroupCollective {
+  enum class Kind : uint8_t { kBroadcast, kAllGather };
+  Kind kind = Kind::kBroadcast;
+  // Broadcast: the buffer. All-gather: the whole buffer, rank r's part at
+  // DATA + r * BYTES.
+  void* data = nullptr;
+  uint64_t bytes = 0;  // broadcast: the buffer's bytes; all-gather: a part
+  int root = -1;       // broadcast only
+};
 
 class GroupTransport {
  public:
@@ -34,6 +47,17 @@ class GroupTransport {
   // In place: before, rank r's PART_BYTES sit at DATA + r * PART_BYTES;
   // after, every rank has all SIZE parts. Same blocking and timeout.
   virtual Status AllGather(void* data, uint64_t part_bytes) = 0;
+
+  // Runs COLLECTIVES in order (every rank passes the same list, their
+  // buffers distinct) and returns once all are done. A transport may issue
+  // them all before it waits, so the list costs one wait instead of one
+  // per collective (a round trip each: most of what a small broadcast
+  // costs); its timeout then applies to the list as a whole. On failure
+  // *FAILED (when not null) is the index of the collective that failed,
+  // or the list's size when the transport cannot tell. Default: one at a
+  // time through Broadcast and AllGather.
+  virtual Status RunAll(std::span<const GroupCollective> collectives,
+                        size_t* failed);
 
   // After a collective failed, MEMORY (what it, or any collective issued
   // before, was given) may still be written by work the transport could

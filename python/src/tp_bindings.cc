@@ -105,6 +105,51 @@ class PyGroupTransport : public GroupTransport {
     const uint64_t n = static_cast<uint64_t>(size());
     return Call("all_gather", data, part_bytes * n, part_bytes);
   }
+  // The subclass's run_all([(kind, buf, arg)]) (kind "broadcast", arg the
+  // root, or "all_gather", arg the part's bytes) issues a batch's
+  // collectives before it waits for them; *FAILED is its failed_at, the
+  // index it sets before it raises. A subclass without run_all gets the
+  // default, one collective at a time.
+  Status RunAll(std::span<const GroupCollective> collectives,
+                size_t* failed) override {
+    const uint64_t n = static_cast<uint64_t>(size());
+    bool has_run_all = false;
+    {
+      nb::gil_scoped_acquire gil;
+      has_run_all = nb::hasattr(nb_trampoline.base(), "run_all");
+    }
+    if (!has_run_all) return GroupTransport::RunAll(collectives, failed);
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::list items;
+      for (const GroupCollective& c : collectives) {
+        const bool bcast = c.kind == GroupCollective::Kind::kBroadcast;
+        items.append(
+            nb::make_tuple(bcast ? "broadcast" : "all_gather",
+                           Buffer(c.data, bcast ? c.bytes : c.bytes * n),
+                           bcast ? static_cast<int64_t>(c.root)
+                                 : static_cast<int64_t>(c.bytes)));
+      }
+      nb_trampoline.base().attr("run_all")(items);
+      return Status::OK();
+    } catch (nb::python_error& e) {
+      if (failed) {
+        *failed = collectives.size();
+        nb::object at =
+            nb::getattr(nb_trampoline.base(), "failed_at", nb::none());
+        if (nb::isinstance<nb::int_>(at)) {
+          const int64_t k = nb::cast<int64_t>(at);
+          if (k >= 0 && static_cast<size_t>(k) < collectives.size()) {
+            *failed = static_cast<size_t>(k);
+          }
+        }
+      }
+      return Status::IoError(ErrorText(e));
+    } catch (const std::exception& e) {
+      if (failed) *failed = collectives.size();
+      return Status::IoError(std::string("run_all: ") + e.what());
+    }
+  }
   // Kept until the Python object goes: torch cannot cancel a gloo
   // collective whose wait timed out, and it may still write here.
   void Retain(std::shared_ptr<void> memory) override {
@@ -116,28 +161,35 @@ class PyGroupTransport : public GroupTransport {
   void set_device(const Device& d) { device_ = d; }
 
  private:
+  // BYTES at DATA as a 1-D uint8 array on the memory's device. The owner
+  // owns nothing: the memory is the group load's, alive for the call (and
+  // after a failure, through Retain). GIL held.
+  nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig> Buffer(void* data,
+                                                         uint64_t bytes) {
+    size_t shape[1] = {static_cast<size_t>(bytes)};
+    const int type =
+        device_.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value;
+    nb::capsule borrowed(data, [](void*) noexcept {});
+    return nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig>(
+        data, 1, shape, borrowed, nullptr, nb::dtype<uint8_t>(), type,
+        device_.is_cuda() ? device_.index : 0);
+  }
+
+  static std::string ErrorText(nb::python_error& e) {
+    try {
+      return nb::cast<std::string>(nb::str(e.value()));
+    } catch (...) {
+      return e.what();
+    }
+  }
+
   Status Call(const char* method, void* data, uint64_t bytes, int64_t arg) {
     nb::gil_scoped_acquire gil;
     try {
-      size_t shape[1] = {static_cast<size_t>(bytes)};
-      const int type =
-          device_.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value;
-      // The owner owns nothing: the memory is the group load's, alive
-      // for the call (and after a failure, through Retain).
-      nb::capsule borrowed(data, [](void*) noexcept {});
-      nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig> buf(
-          data, 1, shape, borrowed, nullptr, nb::dtype<uint8_t>(), type,
-          device_.is_cuda() ? device_.index : 0);
-      nb_trampoline.base().attr(method)(buf, arg);
+      nb_trampoline.base().attr(method)(Buffer(data, bytes), arg);
       return Status::OK();
     } catch (nb::python_error& e) {
-      std::string text;
-      try {
-        text = nb::cast<std::string>(nb::str(e.value()));
-      } catch (...) {
-        text = e.what();
-      }
-      return Status::IoError(text);
+      return Status::IoError(ErrorText(e));
     } catch (const std::exception& e) {
       return Status::IoError(std::string(method) + ": " + e.what());
     }

@@ -68,6 +68,15 @@ def _completed(work) -> bool:
         return True
 
 
+def _first_unfinished(issued) -> int:
+    """The index of the first op of ISSUED [(index, works)] with a work
+    that has not completed, else the last one's."""
+    for k, works in issued:
+        if not all(_completed(w) for w in works):
+            return k
+    return issued[-1][0] if issued else 0
+
+
 def _await_works(works, seconds: float) -> bool:
     """True once every work of WORKS has completed, False when SECONDS
     passed first; raises what a work raised. Polls is_completed(): for
@@ -88,8 +97,9 @@ def _await_works(works, seconds: float) -> bool:
 
 class TorchGroupTransport(_native.GroupTransport):
     """The C++ GroupTransport over a torch.distributed GROUP. Its
-    collectives run on the group load's thread; each waits at most TIMEOUT
-    seconds. ``error`` is the first exception a collective raised."""
+    collectives run on the group load's thread; each call (a collective, or
+    run_all's batch of them) waits at most TIMEOUT seconds. ``error`` is
+    the first exception a collective raised."""
 
     def __init__(self, group: Any, timeout: float):
         super().__init__()
@@ -103,6 +113,7 @@ class TorchGroupTransport(_native.GroupTransport):
         self.backend = str(dist.get_backend(group)).lower()
         self.timeout = timeout
         self.error: Optional[BaseException] = None
+        self.failed_at: Optional[int] = None  # run_all's failed collective
         if self._rank < 0:
             raise InvalidArgumentError(
                 "process_group: this process is not a member of the group",
@@ -117,33 +128,50 @@ class TorchGroupTransport(_native.GroupTransport):
         return self._size
 
     def broadcast(self, buf, root: int) -> None:
+        self._run_ops([self._broadcast_op(buf, root)])
+
+    def all_gather(self, buf, part_bytes: int) -> None:
+        self._run_ops([self._all_gather_op(buf, part_bytes)])
+
+    def run_all(self, items) -> None:
+        """GroupTransport::RunAll: ITEMS [(kind, buf, arg)] in order, kind
+        "broadcast" (ARG the root) or "all_gather" (ARG the part's bytes).
+        Every collective is issued before any is waited for, so a batch
+        costs one wait, not a round trip per collective (most of what a
+        small broadcast costs); the timeout covers the batch. When it
+        raises, failed_at is the index of the collective that failed."""
+        self._run_ops([self._broadcast_op(buf, arg) if kind == "broadcast"
+                       else self._all_gather_op(buf, arg)
+                       for kind, buf, arg in items])
+
+    # -- helpers -------------------------------------------------------------
+
+    def _broadcast_op(self, buf, root: int):
+        """(issue, what, tensors) of a broadcast over BUF from ROOT."""
         import torch
 
         t = torch.utils.dlpack.from_dlpack(buf)
-        self._run(lambda: self.dist.broadcast(
+        return (lambda: self.dist.broadcast(
             t, src=self._global_rank(root), group=self.group, async_op=True),
             f"broadcast of {t.numel()} bytes from rank {root}", [t])
 
-    def all_gather(self, buf, part_bytes: int) -> None:
+    def _all_gather_op(self, buf, part_bytes: int):
+        """(issue, what, tensors) of an in-place all-gather over BUF."""
         import torch
 
         t = torch.utils.dlpack.from_dlpack(buf)
         what = (f"all_gather of {t.numel()} bytes ({part_bytes} per rank)")
         if t.device.type == "cuda":
             mine = t.narrow(0, self._rank * part_bytes, part_bytes)
-            self._run(lambda: self.dist.all_gather_into_tensor(
+            return (lambda: self.dist.all_gather_into_tensor(
                 t, mine, group=self.group, async_op=True), what, [t])
-        else:
-            # gloo's all_gather gathers into a temporary as large as the
-            # whole tensor, then copies; one in-place broadcast per part
-            # moves the same bytes into the final buffer with none.
-            parts = list(t.split(part_bytes))
-            self._run(lambda: [self.dist.broadcast(
-                p, src=self._global_rank(k), group=self.group,
-                async_op=True) for k, p in enumerate(parts)], what,
-                [t, parts])
-
-    # -- helpers -------------------------------------------------------------
+        # gloo's all_gather gathers into a temporary as large as the whole
+        # tensor, then copies; one in-place broadcast per part moves the
+        # same bytes into the final buffer with none.
+        parts = list(t.split(part_bytes))
+        return (lambda: [self.dist.broadcast(
+            p, src=self._global_rank(k), group=self.group,
+            async_op=True) for k, p in enumerate(parts)], what, [t, parts])
 
     def _global_rank(self, r: int) -> int:
         if self.group is None or self.group is self.dist.GroupMember.WORLD:
@@ -154,45 +182,64 @@ class TorchGroupTransport(_native.GroupTransport):
         return (f"process group ({self.backend}, rank {self._rank} of "
                 f"{self._size})")
 
-    def _run(self, issue, what: str, tensors) -> None:
-        """ISSUE starts the collective (one work, or a list); each is
-        waited for with what is left of the timeout."""
+    def _run_ops(self, ops) -> None:
+        """OPS [(issue, what, tensors)]: each ISSUE starts a collective (one
+        work, or a list), in order; then every work is waited for, all
+        within the timeout. On failure failed_at names the op."""
+        self.failed_at = None
+        if not ops:
+            return
         if self.error is not None:
-            raise WeightliftIOError(f"{self._where()}: {what}: the group "
-                                    f"failed earlier ({self.error})",
+            self.failed_at = 0
+            raise WeightliftIOError(f"{self._where()}: {ops[0][1]}: the "
+                                    f"group failed earlier ({self.error})",
                                     code="IoError")
-        try:
-            works = issue()
-        except RuntimeError as e:
-            self.error = WeightliftIOError(
-                f"{self._where()}: {what} failed: {e}", code="IoError")
-            self.release()
-            raise self.error from None
-        if not isinstance(works, list):
-            works = [works]
         t0 = time.monotonic()
-        cuda = bool(tensors) and tensors[0].device.type == "cuda"
-        for work in works:
+        issued: List[Tuple[int, list]] = []
+        works_all: list = []
+        tensors_all: list = []
+        for k, (issue, what, tensors) in enumerate(ops):
+            try:
+                works = issue()
+            except RuntimeError as e:
+                self.failed_at = k
+                for w in works_all:  # issued before: they may still run
+                    _keep_until_done(w, self, tensors_all)
+                self.error = WeightliftIOError(
+                    f"{self._where()}: {what} failed: {e}", code="IoError")
+                self.release()
+                raise self.error from None
+            works = works if isinstance(works, list) else [works]
+            issued.append((k, works))
+            works_all += works
+            tensors_all += tensors
+        for k, works in issued:
+            for work in works:
+                left = max(self.timeout - (time.monotonic() - t0), 0.001)
+                try:
+                    work.wait(datetime.timedelta(seconds=left))
+                except RuntimeError as e:
+                    self.failed_at = k
+                    self._fail(works_all, tensors_all, ops[k][1], e,
+                               time.monotonic() - t0)
+        if tensors_all and tensors_all[0].device.type == "cuda":
+            # NCCL: the waits above only ordered the streams; the timeout
+            # is enforced here, before the synchronize that would block.
             left = max(self.timeout - (time.monotonic() - t0), 0.001)
             try:
-                work.wait(datetime.timedelta(seconds=left))
+                done = _await_works(works_all, left)
             except RuntimeError as e:
-                self._fail(works, tensors, what, e, time.monotonic() - t0)
-        if cuda:
-            # NCCL: the wait above only ordered the streams; the timeout is
-            # enforced here, before the synchronize that would block.
-            left = max(self.timeout - (time.monotonic() - t0), 0.001)
-            try:
-                done = _await_works(works, left)
-            except RuntimeError as e:
-                self._fail(works, tensors, what, e, time.monotonic() - t0)
+                self.failed_at = _first_unfinished(issued)
+                self._fail(works_all, tensors_all, ops[self.failed_at][1], e,
+                           time.monotonic() - t0)
             if not done:
-                self._fail(works, tensors, what,
+                self.failed_at = _first_unfinished(issued)
+                self._fail(works_all, tensors_all, ops[self.failed_at][1],
                            "the collective had not completed",
                            time.monotonic() - t0)
             # The load hands the memory on as soon as this returns.
             import torch
-            torch.cuda.current_stream(tensors[0].device).synchronize()
+            torch.cuda.current_stream(tensors_all[0].device).synchronize()
 
     def _fail(self, works, tensors, what: str, e, waited: float):
         """Records and raises the failure E of a collective after WAITED

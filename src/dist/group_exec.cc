@@ -32,18 +32,47 @@ std::vector<Collective> BatchCollectives(const GroupPlan& plan,
 Status RunBatch(const GroupPlan& plan, std::span<const TensorInfo> tensors,
                 uint32_t batch, std::span<void* const> buffers,
                 GroupTransport& transport) {
-  for (const Collective& c : BatchCollectives(plan, tensors, batch, buffers)) {
-    Status s = c.kind == Collective::Kind::kBroadcast
-                   ? transport.Broadcast(c.data, c.bytes, c.root)
-                   : transport.AllGather(c.data, c.bytes);
+  const std::vector<Collective> cs =
+      BatchCollectives(plan, tensors, batch, buffers);
+  std::vector<GroupCollective> list(cs.size());
+  for (size_t k = 0; k < cs.size(); ++k) {
+    list[k].kind = cs[k].kind == Collective::Kind::kBroadcast
+                       ? GroupCollective::Kind::kBroadcast
+                       : GroupCollective::Kind::kAllGather;
+    list[k].data = cs[k].data;
+    list[k].bytes = cs[k].bytes;
+    list[k].root = cs[k].root;
+  }
+  size_t failed = cs.size();
+  Status s = transport.RunAll(list, &failed);
+  if (s.ok()) return s;
+  if (failed >= cs.size()) {
+    return Status(s.code(), "group load: the collectives of batch " +
+                                std::to_string(batch) + ": " + s.message());
+  }
+  const TensorInfo& t = tensors[cs[failed].tensor];
+  return Status(s.code(), "group load: tensor '" + t.name + "' (" +
+                              std::to_string(t.size) +
+                              " bytes): " + s.message());
+}
+
+}  // namespace weightlift::internal
+
+namespace weightlift {
+
+Status GroupTransport::RunAll(std::span<const GroupCollective> collectives,
+                              size_t* failed) {
+  for (size_t k = 0; k < collectives.size(); ++k) {
+    const GroupCollective& c = collectives[k];
+    Status s = c.kind == GroupCollective::Kind::kBroadcast
+                   ? Broadcast(c.data, c.bytes, c.root)
+                   : AllGather(c.data, c.bytes);
     if (!s.ok()) {
-      return Status(s.code(), "group load: tensor '" + tensors[c.tensor].name +
-                                  "' (" +
-                                  std::to_string(tensors[c.tensor].size) +
-                                  " bytes): " + s.message());
+      if (failed) *failed = k;
+      return s;
     }
   }
   return Status::OK();
 }
 
-}  // namespace weightlift::internal
+}  // namespace weightlift

@@ -198,19 +198,20 @@ def run_failures(result):
 
 
 def run_dies(result):
-    """The last rank dies (os._exit) at its first broadcast, mid-load; the
-    others must each fail with a clear error within the timeout."""
+    """The last rank dies (os._exit) at its first batch of collectives,
+    mid-load (after the agreement); the others must each fail with a clear
+    error within the timeout."""
     if RANK == WORLD - 1:
         from weightlift import _group
 
-        def die(self, buf, root):
+        def die(self, items):
             result["died"] = True
             result["ok"] = True
             with open(os.path.join(OUT_DIR, f"rank{RANK}.json"), "w") as f:
                 json.dump(result, f)
             os._exit(17)
 
-        _group.TorchGroupTransport.broadcast = die
+        _group.TorchGroupTransport.run_all = die
     result["dies"] = failure(lambda: weightlift.load_checkpoint(
         CKPT, process_group=dist.group.WORLD, group_timeout=10))
 
