@@ -248,6 +248,18 @@ TEST(NcclCommunicator, OneRankOnThisMachineOrAClearError) {
   ASSERT_EQ(cudaMalloc(&dev, 1 << 20), cudaSuccess);
   EXPECT_TRUE((*comm)->Broadcast(dev, 1 << 20, 0).ok());
   EXPECT_TRUE((*comm)->AllGather(dev, 1 << 20).ok());
+  // A batch's list: enqueued in order, one wait; a bad root names its
+  // place in the list.
+  char* base = static_cast<char*>(dev);
+  const GroupCollective list[] = {
+      {GroupCollective::Kind::kBroadcast, base, 4096, 0},
+      {GroupCollective::Kind::kAllGather, base + 4096, 4096, -1},
+      {GroupCollective::Kind::kBroadcast, base + 8192, 16, 1}};
+  size_t failed = 99;
+  EXPECT_TRUE((*comm)->RunAll(std::span(list, 2), &failed).ok());
+  EXPECT_EQ((*comm)->RunAll(list, &failed).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(failed, 2u);
   EXPECT_EQ((*comm)->Broadcast(dev, 16, 1).code(),
             StatusCode::kInvalidArgument);
   cudaFree(dev);

@@ -125,7 +125,36 @@ Status NcclCommunicator::AllGather(void* data, uint64_t part_bytes) {
   return Issue(AllGatherCall(data, part_bytes, rank_), "ncclAllGather");
 }
 
+Status NcclCommunicator::RunAll(std::span<const GroupCollective> collectives,
+                                size_t* failed) {
+  for (size_t k = 0; k < collectives.size(); ++k) {
+    const GroupCollective& c = collectives[k];
+    Status s;
+    if (c.kind == GroupCollective::Kind::kAllGather) {
+      s = Enqueue(AllGatherCall(c.data, c.bytes, rank_), "ncclAllGather");
+    } else if (c.root < 0 || c.root >= size_) {
+      s = Status::InvalidArgument("NCCL broadcast: root " +
+                                  std::to_string(c.root) +
+                                  " outside the group");
+    } else {
+      s = Enqueue(BroadcastCall(c.data, c.bytes, c.root), "ncclBroadcast");
+    }
+    if (!s.ok()) {
+      if (failed) *failed = k;
+      return s;
+    }
+  }
+  Status s = Wait("the batch's NCCL collectives");
+  if (!s.ok() && failed) *failed = collectives.size();
+  return s;
+}
+
 Status NcclCommunicator::Issue(const NcclCall& c, const char* what) {
+  WL_RETURN_IF_ERROR(Enqueue(c, what));
+  return Wait(what);
+}
+
+Status NcclCommunicator::Enqueue(const NcclCall& c, const char* what) {
   if (broken_) {
     return Status::IoError(std::string(what) +
                            ": the communicator was aborted earlier");
@@ -143,7 +172,32 @@ Status NcclCommunicator::Issue(const NcclCall& c, const char* what) {
                            std::to_string(c.count) +
                            " bytes: " + lib_->ErrorText(r));
   }
-  return Wait(what);
+  if (r == kNcclSuccess) return Status::OK();
+  // Non-blocking: no other NCCL call on this communicator until this one
+  // is enqueued.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    int async = kNcclSuccess;
+    lib_->comm_get_async_error(comm_, &async);
+    if (async == kNcclSuccess) return Status::OK();
+    if (async != kNcclInProgress) {
+      Abort();
+      return Status::IoError(
+          std::string(what) + " on rank " + std::to_string(rank_) + " of " +
+          std::to_string(size_) + ": " + lib_->ErrorText(async) + " (aborted)");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      Abort();
+      return Status::IoError(
+          std::string(what) + " on rank " + std::to_string(rank_) + " of " +
+          std::to_string(size_) + " was not enqueued within " +
+          std::to_string(timeout_.count()) +
+          " ms (the communicator is aborted)");
+    }
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::microseconds(1000)) pause *= 2;
+  }
 }
 
 void NcclCommunicator::Abort() {

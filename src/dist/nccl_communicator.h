@@ -35,11 +35,20 @@ class NcclCommunicator : public GroupTransport {
   // DATA is device memory on this rank's device.
   Status Broadcast(void* data, uint64_t bytes, int root) override;
   Status AllGather(void* data, uint64_t part_bytes) override;
+  // Every collective enqueued on the communicator's stream in order, then
+  // one wait for the stream (within the timeout).
+  Status RunAll(std::span<const GroupCollective> collectives,
+                size_t* failed) override;
 
  private:
   NcclCommunicator(const NcclLib* lib, NcclComm comm, void* stream, int rank,
                    int size, int device, std::chrono::milliseconds timeout);
+  // Enqueue, then Wait.
   Status Issue(const NcclCall& call, const char* what);
+  // CALL on the stream; returns once NCCL has enqueued it (a non-blocking
+  // communicator may take a while: ncclInProgress), so the next call may
+  // be made.
+  Status Enqueue(const NcclCall& call, const char* what);
   // Until the stream is idle, NCCL reports an error, or the timeout.
   Status Wait(const char* what);
   // ncclCommAbort, once; the communicator is broken after.
