@@ -136,13 +136,32 @@ class TorchGroupTransport(_native.GroupTransport):
     def run_all(self, items) -> None:
         """GroupTransport::RunAll: ITEMS [(kind, buf, arg)] in order, kind
         "broadcast" (ARG the root) or "all_gather" (ARG the part's bytes).
-        Every collective is issued before any is waited for, so a batch
-        costs one wait, not a round trip per collective (most of what a
-        small broadcast costs); the timeout covers the batch. When it
-        raises, failed_at is the index of the collective that failed."""
-        self._run_ops([self._broadcast_op(buf, arg) if kind == "broadcast"
-                       else self._all_gather_op(buf, arg)
-                       for kind, buf, arg in items])
+        When it raises, failed_at is the index of the collective that
+        failed.
+
+        CUDA (NCCL): every collective is issued before any is waited for.
+        They run one after another on NCCL's stream either way; what this
+        saves is the host's wait for each (polled, so up to a millisecond
+        late) and its stream synchronize: one per batch instead of one per
+        collective. The timeout covers the batch.
+
+        cpu (gloo): one at a time. gloo runs async works on its own
+        threads at once; on the 2-core development VM that was no faster
+        for TinyLlama (1.79 against 1.82 s) and slower for a small
+        checkpoint (17 against 14 ms, medians;
+        bench/results/2026-12-04-devbox-group-run-all/)."""
+        ops = [self._broadcast_op(buf, arg) if kind == "broadcast"
+               else self._all_gather_op(buf, arg)
+               for kind, buf, arg in items]
+        if not ops or ops[0][2][0].device.type == "cuda":
+            self._run_ops(ops)
+            return
+        for k, op in enumerate(ops):
+            try:
+                self._run_ops([op])
+            except BaseException:
+                self.failed_at = k
+                raise
 
     # -- helpers -------------------------------------------------------------
 
