@@ -32,8 +32,9 @@ pinned host -> device copy, best of 3, measured by this process first.
 does, so their loaders share the cores (--no-local-world-size: not).
 --option passes load options to every weightlift rank (e.g. backend=pread);
 --modes runs only some of the three measurements. --prepared: each
-weightlift rank calls weightlift.prepare (its loader made, its staging ring
-pinned) before the barrier and then waits 0.2 s, as a server that prepared
+weightlift rank calls weightlift.prepare with its load's arguments (its
+loader made, its staging ring pinned, the tensor-parallel code imported)
+before the barrier and then waits 0.2 s, as a server that prepared
 its loader while it built its model (the vLLM plugin does); without it, a
 rank's first call makes its loader on the clock. The weightlift package
 is byte-compiled first, as an installed package is, so no rank compiles
@@ -124,7 +125,8 @@ def run_rank(args):
         # As a server does before it builds its model; 0.2 s stands in for
         # the model's construction, while the loader's workers pin their
         # staging ring.
-        weightlift.prepare(dev, **parse_options(args.option))
+        weightlift.prepare(dev, tp_rank=args.r, tp_size=args.n,
+                           tp_plan=LLAMA_PLAN, **parse_options(args.option))
         time.sleep(0.2)
     if args.method == "pinned_copy":  # its memory, before the clock
         nbytes = rank_bytes(args.ckpt, args.n, args.r)

@@ -91,7 +91,10 @@ def prepare(device: Any, **options) -> float:
     rank that calls ``torch.cuda.set_device`` later is not its own.
 
     Takes the keywords of ``load_checkpoint``; those that do not change the
-    loader (``tp_*``, ``process_group``, ``progress``) are ignored. Raises
+    loader (``tp_*``, ``process_group``, ``progress``) are not used for it,
+    but a tensor-parallel keyword imports the tensor-parallel code now (and
+    ``process_group`` group mode's), which the first such load would
+    otherwise import on its clock (~0.5 ms on the development VM). Raises
     what that load would raise for a bad ``framework``, an unknown or bad
     option or an unusable device. The loader is cached with the others,
     and taken by ``load_checkpoint``, ``weightlift.torch.load_file``,
@@ -108,7 +111,12 @@ def prepare(device: Any, **options) -> float:
     _numpy_framework(options.pop("framework", "pt"), dev)
     opts = {k: v for k, v in options.items()
             if k not in _TP_KEYWORDS and k != "progress"}
-    return _core.check_options(dict(opts, device=dev), take_setup=True)
+    setup = _core.check_options(dict(opts, device=dev), take_setup=True)
+    if any(options.get(k) is not None for k in _TP_KEYWORDS):
+        from . import _tp  # noqa: F401 - imported ahead of the first load
+        if options.get("process_group") is not None:
+            from . import _group  # noqa: F401
+    return setup
 
 
 def _numpy_framework(framework: str, dev: str) -> bool:

@@ -68,6 +68,21 @@ def test_tensor_parallel_keywords_are_ignored(ckpt):
         assert torch.equal(sd[k], part), k
 
 
+def test_tensor_parallel_keywords_import_the_tp_code_ahead():
+    """A fresh process: prepare with a TP keyword imports weightlift._tp
+    (the first TP load would import it on its clock); without one it does
+    not (a plain first call does not pay for it)."""
+    import subprocess
+    import sys
+    code = ("import sys, weightlift; weightlift.prepare('cpu'{}); "
+            "print('weightlift._tp' in sys.modules)")
+    got = [subprocess.run([sys.executable, "-c", code.format(extra)],
+                          capture_output=True, text=True, timeout=120,
+                          check=True).stdout.strip()
+           for extra in ("", ", tp_size=2, tp_rank=0")]
+    assert got == ["False", "True"], got
+
+
 def test_bad_options_raise_what_the_load_raises(ckpt):
     path, _ = ckpt
     for bad, kind in (({"thraeds": 2}, TypeError),
