@@ -45,6 +45,18 @@ Status CheckCudaDevice(int device) {
   return Status::OK();
 }
 
+void* DriverEntryPoint(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault,
+                                       &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
 Status UseDevice(int device) {
   return CudaStatus(cudaSetDevice(device),
                     "cudaSetDevice(" + std::to_string(device) + ")");
@@ -54,21 +66,6 @@ namespace {
 
 using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 using CtxSetCurrentFn = CUresult (*)(CUcontext);
-
-// A driver entry point through the runtime (the library never links
-// libcuda); null when the driver does not offer it.
-template <typename Fn>
-Fn DriverFn(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault,
-                                       &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(p);
-}
 
 struct ContextCalls {
   CtxGetCurrentFn get = DriverFn<CtxGetCurrentFn>("cuCtxGetCurrent");

@@ -31,6 +31,15 @@ Status CheckCudaDevice(int device);
 // cudaSetDevice(DEVICE) as a Status.
 Status UseDevice(int device);
 
+// The driver's entry point NAME (CUDA 12 ABI) from the driver the runtime
+// loaded, so the library never links libcuda (a build must run where no
+// driver exists); null when the driver does not offer it.
+void* DriverEntryPoint(const char* name);
+template <typename Fn>
+Fn DriverFn(const char* name) {
+  return reinterpret_cast<Fn>(DriverEntryPoint(name));
+}
+
 // Makes DEVICE current on this thread for the guard's life, then gives the
 // thread back the context it had before, or none. "Restoring" with
 // cudaSetDevice(cudaGetDevice()) would not do: on a thread with no context

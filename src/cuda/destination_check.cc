@@ -7,27 +7,17 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda/cuda_util.h"
+
 namespace weightlift::internal {
 namespace {
 
 using GetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 
-// cuMemGetAddressRange from the driver the runtime already loaded, so the
-// library never links libcuda (a build must run where no driver exists).
-// Null when the driver does not offer it.
+// cuMemGetAddressRange, or null when the driver does not offer it.
 GetAddressRangeFn AddressRangeFn() {
-  static GetAddressRangeFn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000,
-                                         cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<GetAddressRangeFn>(nullptr);
-    }
-    return reinterpret_cast<GetAddressRangeFn>(p);
-  }();
+  static const GetAddressRangeFn fn =
+      DriverFn<GetAddressRangeFn>("cuMemGetAddressRange");
   return fn;
 }
 

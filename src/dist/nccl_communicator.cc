@@ -175,29 +175,7 @@ Status NcclCommunicator::Enqueue(const NcclCall& c, const char* what) {
   if (r == kNcclSuccess) return Status::OK();
   // Non-blocking: no other NCCL call on this communicator until this one
   // is enqueued.
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    int async = kNcclSuccess;
-    lib_->comm_get_async_error(comm_, &async);
-    if (async == kNcclSuccess) return Status::OK();
-    if (async != kNcclInProgress) {
-      Abort();
-      return Status::IoError(
-          std::string(what) + " on rank " + std::to_string(rank_) + " of " +
-          std::to_string(size_) + ": " + lib_->ErrorText(async) + " (aborted)");
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      Abort();
-      return Status::IoError(
-          std::string(what) + " on rank " + std::to_string(rank_) + " of " +
-          std::to_string(size_) + " was not enqueued within " +
-          std::to_string(timeout_.count()) +
-          " ms (the communicator is aborted)");
-    }
-    std::this_thread::sleep_for(pause);
-    if (pause < std::chrono::microseconds(1000)) pause *= 2;
-  }
+  return Wait(what, /*until_done=*/false);
 }
 
 void NcclCommunicator::Abort() {
@@ -208,7 +186,7 @@ void NcclCommunicator::Abort() {
   }
 }
 
-Status NcclCommunicator::Wait(const char* what) {
+Status NcclCommunicator::Wait(const char* what, bool until_done) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   auto pause = std::chrono::microseconds(20);
   for (;;) {
@@ -222,6 +200,7 @@ Status NcclCommunicator::Wait(const char* what) {
           std::string(what) + " on rank " + std::to_string(rank_) + " of " +
           std::to_string(size_) + ": " + lib_->ErrorText(async) + " (aborted)");
     }
+    if (async == kNcclSuccess && !until_done) return Status::OK();
     if (async == kNcclSuccess) {
       const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(stream_));
       if (e == cudaSuccess) return Status::OK();
@@ -237,7 +216,9 @@ Status NcclCommunicator::Wait(const char* what) {
       Abort();
       return Status::IoError(
           std::string(what) + " on rank " + std::to_string(rank_) + " of " +
-          std::to_string(size_) + " did not complete within " +
+          std::to_string(size_) +
+          (until_done ? " did not complete within "
+                      : " was not enqueued within ") +
           std::to_string(timeout_.count()) +
           " ms (a rank stopped or runs a different load; the communicator "
           "is aborted)");

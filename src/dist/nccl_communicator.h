@@ -49,8 +49,9 @@ class NcclCommunicator : public GroupTransport {
   // communicator may take a while: ncclInProgress), so the next call may
   // be made.
   Status Enqueue(const NcclCall& call, const char* what);
-  // Until the stream is idle, NCCL reports an error, or the timeout.
-  Status Wait(const char* what);
+  // Until the stream is idle (UNTIL_DONE; else until NCCL has enqueued
+  // what was called), NCCL reports an error, or the timeout.
+  Status Wait(const char* what, bool until_done = true);
   // ncclCommAbort, once; the communicator is broken after.
   void Abort();
 

@@ -26,17 +26,8 @@ using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 // This thread's current context (null: none), through the driver the
 // runtime loaded.
 CUcontext Current() {
-  static CtxGetCurrentFn get = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 12000,
-                                         cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      return static_cast<CtxGetCurrentFn>(nullptr);
-    }
-    return reinterpret_cast<CtxGetCurrentFn>(p);
-  }();
+  static const CtxGetCurrentFn get =
+      DriverFn<CtxGetCurrentFn>("cuCtxGetCurrent");
   CUcontext c = nullptr;
   if (!get || get(&c) != CUDA_SUCCESS) ADD_FAILURE() << "no cuCtxGetCurrent";
   return c;
