@@ -49,16 +49,37 @@ class GroupTimeoutError(WeightliftIOError, TimeoutError):
 
 # (work, transport, tensors) of collectives whose wait failed while the
 # work may still run: kept so that neither the tensors nor the C++ memory
-# they view (retained by the transport) is freed under it. Pruned as the
-# works end.
+# they view (retained by the transport: a failed load's whole buffer, on a
+# GPU as large as the model) is freed under it. A reaper thread prunes the
+# works that ended, so that memory goes as soon as it can (a server that
+# retries a failed load needs it back), not at the next failure.
 _BROKEN: List[Tuple[Any, Any, Any]] = []
 _BROKEN_LOCK = threading.Lock()
+_REAPER: Optional[threading.Thread] = None
+_REAP_EVERY_S = 0.05
 
 
 def _keep_until_done(work, transport, tensors) -> None:
+    global _REAPER
     with _BROKEN_LOCK:
-        _BROKEN[:] = [b for b in _BROKEN if not _completed(b[0])]
         _BROKEN.append((work, transport, tensors))
+        if _REAPER is None:
+            _REAPER = threading.Thread(target=_reap, daemon=True,
+                                       name="weightlift-group-reaper")
+            _REAPER.start()
+
+
+def _reap() -> None:
+    """Drops the entries of _BROKEN whose work ended; ends when none is
+    left."""
+    global _REAPER
+    while True:
+        time.sleep(_REAP_EVERY_S)
+        with _BROKEN_LOCK:
+            _BROKEN[:] = [b for b in _BROKEN if not _completed(b[0])]
+            if not _BROKEN:
+                _REAPER = None
+                return
 
 
 def _completed(work) -> bool:
@@ -70,10 +91,15 @@ def _completed(work) -> bool:
 
 def _first_unfinished(issued) -> int:
     """The index of the first op of ISSUED [(index, works)] with a work
-    that has not completed, else the last one's."""
+    that has not completed or whose state cannot be read (it failed),
+    else the last one's."""
     for k, works in issued:
-        if not all(_completed(w) for w in works):
-            return k
+        for w in works:
+            try:
+                if not w.is_completed():
+                    return k
+            except Exception:  # noqa: BLE001 - the work that failed
+                return k
     return issued[-1][0] if issued else 0
 
 
@@ -97,9 +123,9 @@ def _await_works(works, seconds: float) -> bool:
 
 class TorchGroupTransport(_native.GroupTransport):
     """The C++ GroupTransport over a torch.distributed GROUP. Its
-    collectives run on the group load's thread; each call (a collective, or
-    run_all's batch of them) waits at most TIMEOUT seconds. ``error`` is
-    the first exception a collective raised."""
+    collectives run on the group load's thread; each waits at most TIMEOUT
+    seconds (over NCCL, run_all's batch as a whole). ``error`` is the first
+    exception a collective raised."""
 
     def __init__(self, group: Any, timeout: float):
         super().__init__()
@@ -220,7 +246,7 @@ class TorchGroupTransport(_native.GroupTransport):
         for k, (issue, what, tensors) in enumerate(ops):
             try:
                 works = issue()
-            except RuntimeError as e:
+            except Exception as e:  # noqa: BLE001 - torch raises several
                 self.failed_at = k
                 for w in works_all:  # issued before: they may still run
                     _keep_until_done(w, self, tensors_all)
@@ -442,6 +468,13 @@ class GroupLoad:
         self.transport.release()
         self.req.group = None
         self.ckpt = None
+        # The transport keeps the first error a collective raised (for its
+        # messages): without its traceback, whose frames hold the
+        # transport, that is no cycle either, and the memory the transport
+        # retains for a failed collective goes with the last holder
+        # (_BROKEN holds it while a work may still write there).
+        if self.transport.error is not None:
+            self.transport.error.__traceback__ = None
 
     def _fail(self, e: BaseException):
         """Raises this rank's own reason (its refusal), else E as the

@@ -49,7 +49,11 @@ Fn DriverFn(const char* name) {
 // another rank's GPU for every tensor-parallel rank on cuda:1 and up. The
 // contexts are read and set through the driver the runtime loaded
 // (cuCtxGetCurrent / cuCtxSetCurrent); where the driver offers neither,
-// DEVICE simply stays current (it is this rank's own device).
+// DEVICE simply stays current (it is this rank's own device). A thread
+// left with no context still has DEVICE as the runtime's device for it
+// (cudaGetDevice), so its next CUDA call uses DEVICE, never GPU 0: the
+// runtime cannot be given back "device 0, no context" without making
+// that context.
 class ScopedDevice {
  public:
   explicit ScopedDevice(int device);

@@ -90,9 +90,9 @@ Status Exchange(GroupTransport& group, const Device& device,
     }
     return Status::InvalidArgument(
         "group load: ranks disagree on the plan or the checkpoint "
-        "(fingerprint of mode, tp_size, tp_plan, every tensor's name, "
-        "dtype, shape, file, offset and size, and a sample of the tensors' "
-        "bytes): " +
+        "(fingerprint of mode, tp_size, tp_plan, the plan's batch and "
+        "all-gather sizes, every tensor's name, dtype, shape, file, offset "
+        "and size, and a sample of the tensors' bytes): " +
         what_differs);
   }
   return Status::OK();
@@ -115,12 +115,6 @@ StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
   return Checkpoint(ckpt.files(), std::move(kept), ckpt.index_path());
 }
 
-// Adds what the load behind PART read to INTO, the report of a load made
-// of several: bytes read and the phases add up (the parts run one after
-// another; the first one carries the loader's setup, if no one took it),
-// staging and threads are the largest any part used, the files are the
-// first part's (every part opens the same ones), and each note is kept
-// once.
 // PART's files into INTO's, one entry per file: the bytes added up over
 // the batches; a file no batch has read yet ("none") takes the path of the
 // first that read it; a file read one way in one batch and another way in
@@ -150,6 +144,11 @@ void AddFiles(const std::vector<FileReport>& part,
   }
 }
 
+// Adds what the load behind PART read to INTO, the report of a load made
+// of several: bytes read and the phases add up (the parts run one after
+// another; the first one carries the loader's setup, if no one took it),
+// staging and threads are the largest any part used, the files add up
+// (AddFiles), and each note is kept once.
 void AddReads(const LoadReport& part, LoadReport& into) {
   into.bytes_read += part.bytes_read;
   into.setup_seconds += part.setup_seconds;

@@ -127,18 +127,24 @@ Status NcclCommunicator::AllGather(void* data, uint64_t part_bytes) {
 
 Status NcclCommunicator::RunAll(std::span<const GroupCollective> collectives,
                                 size_t* failed) {
+  // Every root checked before anything is enqueued: a refused list leaves
+  // no collective running.
   for (size_t k = 0; k < collectives.size(); ++k) {
     const GroupCollective& c = collectives[k];
-    Status s;
-    if (c.kind == GroupCollective::Kind::kAllGather) {
-      s = Enqueue(AllGatherCall(c.data, c.bytes, rank_), "ncclAllGather");
-    } else if (c.root < 0 || c.root >= size_) {
-      s = Status::InvalidArgument("NCCL broadcast: root " +
-                                  std::to_string(c.root) +
-                                  " outside the group");
-    } else {
-      s = Enqueue(BroadcastCall(c.data, c.bytes, c.root), "ncclBroadcast");
+    if (c.kind == GroupCollective::Kind::kBroadcast &&
+        (c.root < 0 || c.root >= size_)) {
+      if (failed) *failed = k;
+      return Status::InvalidArgument("NCCL broadcast: root " +
+                                     std::to_string(c.root) +
+                                     " outside the group");
     }
+  }
+  for (size_t k = 0; k < collectives.size(); ++k) {
+    const GroupCollective& c = collectives[k];
+    const Status s =
+        c.kind == GroupCollective::Kind::kAllGather
+            ? Enqueue(AllGatherCall(c.data, c.bytes, rank_), "ncclAllGather")
+            : Enqueue(BroadcastCall(c.data, c.bytes, c.root), "ncclBroadcast");
     if (!s.ok()) {
       if (failed) *failed = k;
       return s;

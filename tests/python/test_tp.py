@@ -486,6 +486,7 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     # peer gone once rank 0 exits).
     assert r0["kept_works"] >= 1
     assert r0["late_record_landed"], r0
+    assert r0["broken_reaped"], r0
     late = r1["late"]
     assert late is not None and "WeightliftIOError" in late["mro"], late
     assert "read its bytes of batch 0" in late["error"], late
