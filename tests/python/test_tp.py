@@ -492,6 +492,23 @@ def test_disagreeing_failing_and_missing_ranks(ckpt, tmp_path):
     assert "read its bytes of batch 0" in late["error"], late
 
 
+def test_a_failed_collective_of_a_batch_names_its_tensor(ckpt, tmp_path):
+    """A batch's collectives go to the transport as one list
+    (run_all); when its collective 1 fails, the error names the tensor the
+    group plan puts there, not the batch's first."""
+    r0, r1 = _run_groups(ckpt, (2,), "fails_second", tmp_path)[2]
+    for r in (r0, r1):
+        assert r["ok"], r.get("traceback")
+    want = r0["expected"]
+    assert want is not None
+    got = r0["fails_second"]
+    assert got is not None and "injected: collective 1" in got["error"], got
+    assert f"group load: tensor '{want}'" in got["error"], (want, got)
+    # Rank 1 ran the same collectives: it ends either way, in time.
+    assert r1["fails_second"] is None or \
+        r1["fails_second"]["seconds"] < 3 + 10, r1
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_group_mode_over_nccl_on_each_rank_gpu(ckpt, tmp_path):
     """Group mode through the C++ load with torch's NCCL group as its

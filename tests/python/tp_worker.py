@@ -222,6 +222,35 @@ def run_dies(result):
         CKPT, process_group=dist.group.WORLD, group_timeout=10))
 
 
+def run_fails_second(result):
+    """Rank 0's transport reports its batch's collective 1 as the one that
+    failed (after running the batch for real, so rank 1 is not left in a
+    collective of that batch): its error must name that collective's
+    tensor, as the group plan orders them. Rank 1 ran the same collectives:
+    it ends (when a next batch waits for rank 0, at its timeout)."""
+    from weightlift import _core, _group, _native
+    if RANK == 0:
+        run_all = _group.TorchGroupTransport.run_all
+
+        def fail_second(self, items):
+            run_all(self, items)
+            if len(items) > 1:
+                self.failed_at = 1
+                raise weightlift.WeightliftIOError("injected: collective 1")
+
+        _group.TorchGroupTransport.run_all = fail_second
+    ckpt = _core.open_checkpoint(CKPT)
+    rows = ckpt.tensors()
+    plan = _native.group_plan(rows, WORLD, False, [],
+                              _group.ALLGATHER_MIN_BYTES, True,
+                              _group.BATCH_BYTES)
+    first_batch = [rows[i][0] for i, st in enumerate(plan["steps"])
+                   if st[4] == 0 and st[0] != "local" and rows[i][4] > 0]
+    result["expected"] = first_batch[1] if len(first_batch) > 1 else None
+    result["fails_second"] = failure(lambda: weightlift.load_checkpoint(
+        CKPT, process_group=dist.group.WORLD, group_timeout=3))
+
+
 def _status_kib(key):
     with open("/proc/self/status") as f:
         for line in f:
@@ -330,6 +359,8 @@ def run_rank():
             run_memory(result)
         elif SCENARIO == "dies":
             run_dies(result)
+        elif SCENARIO == "fails_second":
+            run_fails_second(result)
         result["ok"] = True
     except Exception as e:  # noqa: BLE001 - reported to the test
         result["error_type"] = type(e).__name__
