@@ -16,8 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
+#include "weightlift/options.h"
 #include "weightlift/status.h"
 
 namespace weightlift {
@@ -67,6 +69,13 @@ class GroupTransport {
   // nothing, for transports that stop their work before a collective
   // returns (NcclCommunicator aborts, ThreadGroup copies synchronously).
   virtual void Retain(std::shared_ptr<void> memory) { (void)memory; }
+
+  // Where the memory this transport moves must be: the host (ThreadGroup's
+  // memcpys), or its CUDA device (NcclCommunicator's). LoadWithGroup
+  // refuses a loader whose device differs, in the agreement, instead of
+  // handing the transport memory it cannot use. Default: unknown (not
+  // checked).
+  virtual std::optional<Device> memory_device() const { return std::nullopt; }
 };
 
 }  // namespace weightlift

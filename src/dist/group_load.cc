@@ -237,8 +237,18 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
 
   // Everything that can fail on one rank alone, before the agreement.
   Status local = Status::OK();
+  // The agreement's records go where the transport moves memory, so a rank
+  // whose loader does not fit its transport still joins it and says so.
+  const std::optional<Device> moves = group.memory_device();
+  const Device comm = moves.value_or(device);
+  if (moves && *moves != device) {
+    local = Status::InvalidArgument(
+        "group load: the loader loads to " + device.ToString() +
+        " but the group's transport moves memory on " + moves->ToString() +
+        " (give each rank a loader on its transport's device)");
+  }
   std::optional<Checkpoint> selected;
-  if (!request.names.empty()) {
+  if (local.ok() && !request.names.empty()) {
     StatusOr<Checkpoint> s = Select(whole, request.names);
     if (s.ok()) {
       selected.emplace(std::move(*s));
@@ -315,9 +325,9 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     }
   }
   WL_ASSIGN_OR_RETURN(std::shared_ptr<void> records,
-                      AllocateRecords(group, device));
+                      AllocateRecords(group, comm));
   WL_RETURN_IF_ERROR(
-      Exchange(group, device, records, local,
+      Exchange(group, comm, records, local,
                local.ok() ? internal::GroupFingerprint(tensors, ckpt.files(),
                                                        request.tensor_parallel,
                                                        tp, popts, sample)
@@ -398,7 +408,7 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     AddReads(batch_report, report);
     // Every rank learns whether every rank has its bytes of this batch, so
     // a rank whose read failed fails the group at once, with its reason.
-    Status s = Exchange(group, device, records, read, std::string(32, '-'),
+    Status s = Exchange(group, comm, records, read, std::string(32, '-'),
                         "read its bytes of batch " + std::to_string(b));
     if (s.ok()) s = internal::RunBatch(plan, tensors, b, buffers, group);
     if (!s.ok()) {

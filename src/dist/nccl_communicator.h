@@ -32,6 +32,9 @@ class NcclCommunicator : public GroupTransport {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  std::optional<Device> memory_device() const override {
+    return Device::Cuda(device_);
+  }
   // DATA is device memory on this rank's device.
   Status Broadcast(void* data, uint64_t bytes, int root) override;
   Status AllGather(void* data, uint64_t part_bytes) override;

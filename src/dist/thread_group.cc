@@ -10,6 +10,9 @@ class ThreadGroup::Rank : public GroupTransport {
   Rank(ThreadGroup* g, int r) : g_(g), r_(r) {}
   int rank() const override { return r_; }
   int size() const override { return g_->size_; }
+  std::optional<Device> memory_device() const override {
+    return Device::Cpu();  // memcpy between host buffers
+  }
 
   Status Broadcast(void* data, uint64_t bytes, int root) override {
     if (root < 0 || root >= g_->size_) {
