@@ -28,8 +28,7 @@ TEST(GroupLoadOnGpu, ALoaderThatDoesNotFitTheTransportIsRefusedOnEveryRank) {
     GTEST_SKIP() << "no usable CUDA device: " << why;
   }
   std::string tmpl =
-      (std::filesystem::temp_directory_path() / "wl_gpu_group_XXXXXX")
-          .string();
+      (std::filesystem::temp_directory_path() / "wl_gpu_group_XXXXXX").string();
   const std::string dir = mkdtemp(tmpl.data());
   ASSERT_TRUE(Synthesize("tiny", 1, dir, 3).ok());
   auto ckpt = Checkpoint::Open(dir);
@@ -54,8 +53,7 @@ TEST(GroupLoadOnGpu, ALoaderThatDoesNotFitTheTransportIsRefusedOnEveryRank) {
   for (auto& t : ranks) t.join();
   std::filesystem::remove_all(dir);
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(got[r].code(), StatusCode::kInvalidArgument)
-        << got[r].ToString();
+    EXPECT_EQ(got[r].code(), StatusCode::kInvalidArgument) << got[r].ToString();
     EXPECT_NE(got[r].message().find("moves memory on cpu"), std::string::npos)
         << got[r].ToString();
   }
