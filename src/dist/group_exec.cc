@@ -34,15 +34,7 @@ Status RunBatch(const GroupPlan& plan, std::span<const TensorInfo> tensors,
                 GroupTransport& transport) {
   const std::vector<Collective> cs =
       BatchCollectives(plan, tensors, batch, buffers);
-  std::vector<GroupCollective> list(cs.size());
-  for (size_t k = 0; k < cs.size(); ++k) {
-    list[k].kind = cs[k].kind == Collective::Kind::kBroadcast
-                       ? GroupCollective::Kind::kBroadcast
-                       : GroupCollective::Kind::kAllGather;
-    list[k].data = cs[k].data;
-    list[k].bytes = cs[k].bytes;
-    list[k].root = cs[k].root;
-  }
+  const std::vector<GroupCollective> list(cs.begin(), cs.end());
   size_t failed = cs.size();
   Status s = transport.RunAll(list, &failed);
   if (s.ok()) return s;

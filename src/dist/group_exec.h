@@ -11,14 +11,10 @@
 
 namespace weightlift::internal {
 
-// One collective of a batch, as a transport is asked for it.
-struct Collective {
-  enum class Kind : uint8_t { kBroadcast, kAllGather };
-  Kind kind = Kind::kBroadcast;
+// One collective of a batch, as a transport is asked for it (DATA: the
+// tensor's whole buffer on this rank), and the tensor it delivers.
+struct Collective : GroupCollective {
   uint32_t tensor = 0;
-  void* data = nullptr;  // the tensor's whole buffer on this rank
-  uint64_t bytes = 0;    // broadcast: the tensor's bytes; all-gather: a part
-  int root = -1;         // broadcast only
 };
 
 // The collectives of BATCH in the order every rank issues them (the steps'

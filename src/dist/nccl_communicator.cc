@@ -113,11 +113,16 @@ NcclCommunicator::~NcclCommunicator() {
   cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-Status NcclCommunicator::Broadcast(void* data, uint64_t bytes, int root) {
+Status NcclCommunicator::CheckRoot(int root) const {
   if (root < 0 || root >= size_) {
     return Status::InvalidArgument("NCCL broadcast: root " +
                                    std::to_string(root) + " outside the group");
   }
+  return Status::OK();
+}
+
+Status NcclCommunicator::Broadcast(void* data, uint64_t bytes, int root) {
+  WL_RETURN_IF_ERROR(CheckRoot(root));
   return Issue(BroadcastCall(data, bytes, root), "ncclBroadcast");
 }
 
@@ -130,13 +135,10 @@ Status NcclCommunicator::RunAll(std::span<const GroupCollective> collectives,
   // Every root checked before anything is enqueued: a refused list leaves
   // no collective running.
   for (size_t k = 0; k < collectives.size(); ++k) {
-    const GroupCollective& c = collectives[k];
-    if (c.kind == GroupCollective::Kind::kBroadcast &&
-        (c.root < 0 || c.root >= size_)) {
+    if (collectives[k].kind != GroupCollective::Kind::kBroadcast) continue;
+    if (Status s = CheckRoot(collectives[k].root); !s.ok()) {
       if (failed) *failed = k;
-      return Status::InvalidArgument("NCCL broadcast: root " +
-                                     std::to_string(c.root) +
-                                     " outside the group");
+      return s;
     }
   }
   for (size_t k = 0; k < collectives.size(); ++k) {

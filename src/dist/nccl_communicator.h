@@ -46,6 +46,8 @@ class NcclCommunicator : public GroupTransport {
  private:
   NcclCommunicator(const NcclLib* lib, NcclComm comm, void* stream, int rank,
                    int size, int device, std::chrono::milliseconds timeout);
+  // InvalidArgument unless ROOT is a rank of the group.
+  Status CheckRoot(int root) const;
   // Enqueue, then Wait.
   Status Issue(const NcclCall& call, const char* what);
   // CALL on the stream; returns once NCCL has enqueued it (a non-blocking
