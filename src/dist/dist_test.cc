@@ -18,6 +18,7 @@
 #include "dist/group_exec.h"
 #include "dist/nccl_lib.h"
 #include "dist/tensor_sample.h"
+#include "dist/testing/group_checks.h"
 #include "dist/thread_group.h"
 #include "env/env.h"
 #include "env/fault_file.h"
@@ -37,6 +38,9 @@ namespace weightlift::internal {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::FileBytes;
+using testing::PartBytes;
+using testing::SynthDir;
 using testing::Tensor;
 
 // A small Llama-shaped set with uneven and empty tensors.
@@ -299,35 +303,6 @@ TEST(NcclCommunicator, ARankThatNeverJoinsTimesOutTheInit) {
 #endif
 
 // ---- LoadWithGroup: real files, the host loader, ranks as threads --------
-
-struct SynthDir {
-  std::string path;
-  explicit SynthDir(uint64_t seed = 7) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "wl_dist_XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-    EXPECT_TRUE(Synthesize("tiny", 2, path, seed).ok());
-  }
-  ~SynthDir() { std::filesystem::remove_all(path); }
-};
-
-std::vector<uint8_t> FileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-// The bytes of SHARD of T, gathered from the file with its run geometry
-// (ShardTensors' geometry is checked element by element in plan_tests).
-std::vector<uint8_t> PartBytes(const std::vector<uint8_t>& file,
-                               const TensorInfo& t, const TensorShard& s) {
-  std::vector<uint8_t> out;
-  for (uint64_t k = 0; k < s.runs; ++k) {
-    const uint64_t at = t.offset + s.first_byte + k * s.run_stride;
-    out.insert(out.end(), file.begin() + static_cast<long>(at),
-               file.begin() + static_cast<long>(at + s.run_bytes));
-  }
-  return out;
-}
 
 struct RankResult {
   Status status;
