@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "weightlift/options.h"
@@ -17,6 +19,39 @@ struct FileReport {
                            // "host-register", ...
   std::string reason;      // why this path: "pages 100% resident (sampled)"
   uint64_t bytes = 0;      // tensor bytes delivered from this file
+  // Row runs (the rows of a last-dim slice) copied out of a mapping of the
+  // page cache instead of read one by one, and the strided reads they took.
+  uint64_t copied_row_runs = 0;
+  uint64_t copied_row_reads = 0;
+};
+
+// How a load's reads were made, counted (its notes say the same in words).
+// A load made of several (a group load's batches) adds these up and says
+// each such note once, for the whole.
+struct ReadCounts {
+  // Host loads: reads that landed straight in their destination, and reads
+  // into a bounce buffer that were then copied.
+  uint64_t direct_reads = 0;
+  uint64_t bounced_reads = 0;
+  uint64_t registered_buffer_reads = 0;  // io_uring, into registered buffers
+  // Slices (requests for part of a tensor), as planned: how many, how each
+  // was placed (one range; row runs, read one by one; strided copies out
+  // of a covering read), and the bytes selected against the bytes read.
+  uint64_t slices = 0;
+  uint64_t contiguous_slices = 0;
+  uint64_t row_run_slices = 0;
+  uint64_t row_run_reads = 0;
+  uint64_t strided_slices = 0;
+  uint64_t strided_rows = 0;
+  uint64_t slice_bytes_selected = 0;
+  uint64_t slice_bytes_read = 0;
+  // The largest extra cost a read was weighed with when placing slices
+  // (requests that cost more than their bytes: O_DIRECT, object storage).
+  uint64_t slice_read_cost_bytes = 0;
+
+  // Every count by its name above, in this order: the keys of the JSON
+  // report's "counts" and of Python's report.counts.
+  std::vector<std::pair<std::string_view, uint64_t>> Named() const;
 };
 
 struct LoadReport {
@@ -43,6 +78,7 @@ struct LoadReport {
   // loader built another way (internal tests).
   std::optional<LoadOptions> options;
   std::vector<FileReport> files;
+  ReadCounts counts;
   std::vector<std::string> notes;  // fallbacks and warnings, one line each
 
   double gb_per_s() const {

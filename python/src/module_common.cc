@@ -145,9 +145,16 @@ nb::dict ReportDict(const LoadReport& r) {
     fd["path_taken"] = f.path_taken;
     fd["reason"] = f.reason;
     fd["bytes"] = f.bytes;
+    fd["copied_row_runs"] = f.copied_row_runs;
+    fd["copied_row_reads"] = f.copied_row_reads;
     files.append(fd);
   }
   d["files"] = files;
+  nb::dict counts;
+  for (const auto& [name, value] : r.counts.Named()) {
+    counts[std::string(name).c_str()] = value;
+  }
+  d["counts"] = counts;
   nb::list notes;
   for (const std::string& n : r.notes) notes.append(n);
   d["notes"] = notes;

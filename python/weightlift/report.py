@@ -8,13 +8,19 @@ from typing import Any, Dict, List, Optional
 class FileReport:
     """One file of a load: which path served it and why."""
 
-    __slots__ = ("path", "path_taken", "reason", "bytes")
+    __slots__ = ("path", "path_taken", "reason", "bytes", "copied_row_runs",
+                 "copied_row_reads")
 
-    def __init__(self, path: str, path_taken: str, reason: str, bytes: int):
+    def __init__(self, path: str, path_taken: str, reason: str, bytes: int,
+                 copied_row_runs: int = 0, copied_row_reads: int = 0):
         self.path = path
         self.path_taken = path_taken
         self.reason = reason
         self.bytes = bytes
+        # Row runs copied from a mapping of the page cache, in this many
+        # strided reads (slices of the last dim read from the page cache).
+        self.copied_row_runs = copied_row_runs
+        self.copied_row_reads = copied_row_reads
 
     def as_dict(self) -> Dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
@@ -32,8 +38,10 @@ class LoadReport:
     ``bytes_read``, ``seconds``, ``setup_seconds`` (the loader's creation,
     paid by its first load), ``open_seconds``, ``alloc_seconds``,
     ``transfer_seconds``, ``staging_bytes``, ``device_bytes``, ``threads``,
-    ``gb_per_s``, ``files`` (list of FileReport), ``notes`` (fallbacks and
-    warnings) and ``options`` (the options in effect, a dict keyed like
+    ``gb_per_s``, ``files`` (list of FileReport), ``counts`` (how the reads
+    were made, by name: ``direct_reads``, ``bounced_reads``, ``slices``,
+    ``slice_bytes_read``, ... as the C++ ReadCounts; the notes say the same
+    in words), ``notes`` (fallbacks and warnings) and ``options`` (the options in effect, a dict keyed like
     ``default_options()``; sizes in bytes, 0 = automatic). ``load_into``
     adds ``missing_keys`` and ``unexpected_keys``.
     ``str(report)`` is the C++ LoadReport::ToString() text.
@@ -50,6 +58,7 @@ class LoadReport:
             self.setup_seconds = 0.0
         self.files: List[FileReport] = [FileReport(**f)
                                         for f in data.get("files", [])]
+        self.counts: Dict[str, int] = dict(data.get("counts") or {})
         self.notes: List[str] = list(data.get("notes", []))
         self.options: Dict[str, Any] = dict(data.get("options") or {})
         self.missing_keys: List[str] = []
@@ -71,6 +80,10 @@ class LoadReport:
                 d[k] += getattr(r, k)
             d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes)
             d["files"] += [f.as_dict() for f in r.files]
+            for k, v in r.counts.items():
+                d["counts"][k] = (max(d["counts"].get(k, 0), v)
+                                  if k == "slice_read_cost_bytes"
+                                  else d["counts"].get(k, 0) + v)
             d["notes"] += r.notes
             d["device"] += "," + r.device
         d["gb_per_s"] = d["bytes"] / d["seconds"] / 1e9 if d["seconds"] else 0
@@ -80,6 +93,7 @@ class LoadReport:
     def as_dict(self) -> Dict[str, Any]:
         d = {k: getattr(self, k) for k in self._FIELDS}
         d["files"] = [f.as_dict() for f in self.files]
+        d["counts"] = dict(self.counts)
         d["notes"] = list(self.notes)
         d["options"] = dict(self.options)
         if self.missing_keys or self.unexpected_keys:

@@ -403,12 +403,14 @@ TEST(LoadWithGroup, TensorParallelPartsAndReplicatedTensorsReadOnce) {
       {"*.down_proj.weight", ShardStyle::kRowwise},
       {"*.up_proj.weight", ShardStyle::kColwise}};
   const int n = 3;
+  // Small batches: the report adds up several batches' loads.
   auto results = RunGroupLoad(*ckpt, n, [&](int r) {
     GroupLoadRequest req;
     req.tensor_parallel = true;
     req.tp.rank = r;
     req.tp.size = n;
     req.tp.plan = plan;
+    req.batch_bytes = 256 << 10;
     return req;
   });
   uint64_t read = 0;
@@ -429,6 +431,27 @@ TEST(LoadWithGroup, TensorParallelPartsAndReplicatedTensorsReadOnce) {
     tp.plan = plan;
     auto shards = ShardTensors(ckpt->tensors(), tp);
     ASSERT_TRUE(shards.ok());
+    // Counted notes are said once for the whole load, with the batches'
+    // counts added up: every split part was a slice of this rank's, and
+    // every read landed somewhere.
+    const std::string batches = rep.notes.empty() ? "" : rep.notes[0];
+    EXPECT_EQ(batches.find(" 1 batches"), std::string::npos) << batches;
+    auto said = [&](const std::string& start) {
+      return std::count_if(
+          rep.notes.begin(), rep.notes.end(),
+          [&](const std::string& note) { return note.starts_with(start); });
+    };
+    EXPECT_EQ(said("slices: "), 1) << "rank " << r;
+    EXPECT_EQ(rep.counts.slice_bytes_selected, shards->split_bytes)
+        << "rank " << r;
+    EXPECT_GT(rep.counts.direct_reads + rep.counts.bounced_reads, 0u);
+    EXPECT_LE(std::count_if(rep.notes.begin(), rep.notes.end(),
+                            [](const std::string& note) {
+                              return note.find("bounce buffer") !=
+                                     std::string::npos;
+                            }),
+              1)
+        << "rank " << r;
     for (size_t i = 0; i < ckpt->tensors().size(); ++i) {
       const TensorInfo& t = ckpt->tensors()[i];
       const TensorShard& s = shards->shards[i];

@@ -17,6 +17,7 @@
 #include "dist/group_memory.h"
 #include "dist/part_reads.h"
 #include "dist/tensor_sample.h"
+#include "exec/read_counts.h"
 #include "plan/group_plan.h"
 #include "util/clock.h"
 #include "weightlift/group.h"
@@ -134,6 +135,8 @@ void AddFiles(const std::vector<FileReport>& part,
       *same = f;
     } else {
       same->bytes += f.bytes;
+      same->copied_row_runs += f.copied_row_runs;
+      same->copied_row_reads += f.copied_row_reads;
       const std::string then = ", then ";
       if ((then + same->path_taken + then).find(then + f.path_taken + then) ==
           std::string::npos) {
@@ -147,8 +150,10 @@ void AddFiles(const std::vector<FileReport>& part,
 // Adds what the load behind PART read to INTO, the report of a load made
 // of several: bytes read and the phases add up (the parts run one after
 // another; the first one carries the loader's setup, if no one took it),
-// staging and threads are the largest any part used, the files add up
-// (AddFiles), and each note is kept once.
+// staging and threads are the largest any part used, the files and the
+// read counts add up (AddFiles, AddCounts), and each other note is kept
+// once. The counted notes are said for the whole at the end
+// (AppendCountedNotes), not once per part.
 void AddReads(const LoadReport& part, LoadReport& into) {
   into.bytes_read += part.bytes_read;
   into.setup_seconds += part.setup_seconds;
@@ -158,9 +163,12 @@ void AddReads(const LoadReport& part, LoadReport& into) {
   into.staging_bytes = std::max(into.staging_bytes, part.staging_bytes);
   into.threads = std::max(into.threads, part.threads);
   AddFiles(part.files, into.files);
+  internal::AddCounts(part.counts, &into.counts);
+  const std::vector<std::string> counted = internal::CountedNotes(part);
   for (const std::string& note : part.notes) {
-    if (std::find(into.notes.begin(), into.notes.end(), note) ==
-        into.notes.end()) {
+    if (std::find(counted.begin(), counted.end(), note) == counted.end() &&
+        std::find(into.notes.begin(), into.notes.end(), note) ==
+            into.notes.end()) {
       into.notes.push_back(note);
     }
   }
@@ -181,6 +189,8 @@ class BatchReads {
       if (!reads_.empty()) {
         const Checkpoint parts = reads_.ToCheckpoint(ckpt);
         status_ = loader.LoadInto(parts, reads_.Destinations(), &report_);
+        // Its counts are said once for the whole group load (AddReads).
+        internal::RemoveCountedNotes(&report_);
       }
       if (status_.ok() && !slices_.empty()) {
         StatusOr<LoadResult> got = loader.LoadSlices(ckpt, slices_);
@@ -437,6 +447,7 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
           std::to_string(plan.allgather_bytes) +
           " all-gathered in the group, " + std::to_string(plan.batches) +
           " batches");
+  internal::AppendCountedNotes(&report);
   if (shards) {
     for (const std::string& w : shards->warnings) {
       report.notes.push_back("tp: warning: " + w);

@@ -170,6 +170,14 @@ class File {
   // io_uring: reads that landed in a registered buffer (IoOptions::
   // fixed_buffers) through IORING_OP_READ_FIXED; 0 for other backends.
   virtual uint64_t registered_buffer_reads() const { return 0; }
+  // Row runs copied out of a mapping of the page cache instead of read
+  // (env/mapped_rows_file.h), and the strided reads they came in; zeros
+  // for other files. Thread-safe.
+  struct CopiedRows {
+    uint64_t runs = 0;
+    uint64_t reads = 0;
+  };
+  virtual CopiedRows copied_rows() const { return {}; }
   // What one more read costs, in bytes moved: how the slice planner weighs
   // a slice's row runs (one read each) against a covering read
   // (PlaceOptions::read_cost_bytes). 0 where reads are memory copies (the

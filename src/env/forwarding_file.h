@@ -41,6 +41,7 @@ class ForwardingFile : public File {
   }
   int native_fd() const override { return inner_->native_fd(); }
   std::string Degraded() const override { return inner_->Degraded(); }
+  CopiedRows copied_rows() const override { return inner_->copied_rows(); }
   uint64_t registered_buffer_reads() const override {
     return inner_->registered_buffer_reads();
   }

@@ -51,16 +51,15 @@ class RowsFromMappingFile final : public ForwardingFile {
 
   // Row runs are copies out of the mapping: no read each.
   uint64_t read_cost_bytes() const override { return 0; }
+  CopiedRows copied_rows() const override {
+    return {runs_.load(std::memory_order_relaxed),
+            calls_.load(std::memory_order_relaxed)};
+  }
   std::string Degraded() const override {
     std::string s = inner().Degraded();
     auto add = [&s](const std::string& line) {
       s += (s.empty() ? "" : "; ") + line;
     };
-    if (const uint64_t runs = runs_.load(); runs > 0) {
-      add(std::to_string(runs) + " row runs in " +
-          std::to_string(calls_.load()) +
-          " strided reads copied from a mapping of the page cache");
-    }
     if (mapped_.load(std::memory_order_acquire) == kRefused) {
       add("row runs read one " + std::string(inner().backend_name()) +
           " each: the file cannot be mapped (" + refusal_ + ")");

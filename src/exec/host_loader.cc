@@ -211,23 +211,9 @@ void HostTarget::EndLoad(const ExecStats& stats, LoadReport* report) {
       !note.empty()) {
     report->notes.push_back(std::move(note));
   }
-  if (stats.bounce_chunks > 0 && stats.direct_chunks == 0 &&
-      report->bytes > 0) {
-    report->notes.push_back(
-        "all reads went through the bounce buffer and were copied (" +
-        std::to_string(stats.bounce_chunks) +
-        (stats.bounce_chunks == 1 ? " chunk)" : " chunks)"));
-  } else if (stats.bounce_chunks > 0) {
-    // Says where the bytes landed, not which system call read them (either
-    // kind may be O_DIRECT or buffered).
-    report->notes.push_back(std::to_string(stats.direct_chunks) +
-                            (stats.direct_chunks == 1 ? " read" : " reads") +
-                            " landed straight in the destination, " +
-                            std::to_string(stats.bounce_chunks) +
-                            " went through the bounce buffer and " +
-                            (stats.bounce_chunks == 1 ? "was" : "were") +
-                            " copied");
-  }
+  // Said in words, once for the whole load (exec/read_counts.h).
+  report->counts.direct_reads += stats.direct_chunks;
+  report->counts.bounced_reads += stats.bounce_chunks;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "exec/executor.h"
 #include "exec/mapped_load.h"
 #include "exec/populator.h"
+#include "exec/read_counts.h"
 #include "exec/request.h"
 #include "plan/plan.h"
 #include "plan/selection.h"
@@ -229,6 +230,10 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
       if (const int err = populator->Finish(); err != 0) populate_refused = err;
     }
   }
+  std::vector<int> report_index(routing.files.size(), -1);
+  for (size_t i = 0; i < routing.files.size(); ++i) {
+    report_index[i] = routing.files[i].report_index;
+  }
   routing = Routing{};  // deregister, unmap: nothing of ours is in flight
   if (populate_refused != 0) {
     report->notes.push_back(
@@ -236,7 +241,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
         "madvise(MADV_POPULATE_WRITE) refused (" +
         ErrnoName(populate_refused) + ")");
   }
-  AppendFileNotes(opened, &report->notes);
+  AddFileOutcomes(opened, report_index, report);
   Status s = done.first_error();
   if (s.ok()) s = CheckFilesUnchanged(ckpt, TensorsOf(sels), opened);
   report->transfer_seconds = SecondsSince(t);
@@ -245,10 +250,9 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   done.Finish();
   report->tensors = sels.size();
   report->bytes = done.delivered();
-  if (std::string note = placement.Note(); !note.empty()) {
-    report->notes.push_back(std::move(note));
-  }
+  AddPlacement(placement, &report->counts);
   target_->EndLoad(stats, report);
+  AppendCountedNotes(report);
   return Status::OK();
 }
 

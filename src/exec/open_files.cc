@@ -210,19 +210,22 @@ FixedBuffers MemoryToRegister(std::span<std::byte> memory,
   return out;
 }
 
-void AppendFileNotes(const std::vector<OpenedFile>& opened,
-                     std::vector<std::string>* notes) {
-  uint64_t registered = 0;
-  for (const OpenedFile& f : opened) {
-    if (f.file == nullptr) continue;
-    if (std::string d = f.file->Degraded(); !d.empty()) {
-      notes->push_back(f.report.path + ": " + d);
+void AddFileOutcomes(const std::vector<OpenedFile>& opened,
+                     std::span<const int> report_index, LoadReport* report) {
+  for (size_t i = 0; i < opened.size(); ++i) {
+    const File* f = opened[i].file.get();
+    if (f == nullptr) continue;
+    if (std::string d = f->Degraded(); !d.empty()) {
+      report->notes.push_back(opened[i].report.path + ": " + d);
     }
-    registered += f.file->registered_buffer_reads();
-  }
-  if (registered > 0) {
-    notes->push_back(std::to_string(registered) +
-                     " io_uring reads into registered buffers");
+    report->counts.registered_buffer_reads += f->registered_buffer_reads();
+    const File::CopiedRows rows = f->copied_rows();
+    const int k = i < report_index.size() ? report_index[i] : -1;
+    if (rows.runs > 0 && k >= 0 &&
+        static_cast<size_t>(k) < report->files.size()) {
+      report->files[static_cast<size_t>(k)].copied_row_runs += rows.runs;
+      report->files[static_cast<size_t>(k)].copied_row_reads += rows.reads;
+    }
   }
 }
 

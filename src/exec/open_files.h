@@ -65,13 +65,14 @@ FixedBuffers MemoryToRegister(std::span<std::byte> memory,
                               uint64_t bounce_bytes, const LoadOptions& options,
                               std::shared_ptr<std::atomic<int>> refused);
 
-// Adds to NOTES what the opened files did beyond their names: for each
-// file that served some reads in a fallback way (File::Degraded), its path
-// and what happened; then, if any io_uring reads landed in registered
-// buffers, one note "N io_uring reads into registered buffers". Called by
-// every loader once its reads are done, failed or not.
-void AppendFileNotes(const std::vector<OpenedFile>& opened,
-                     std::vector<std::string>* notes);
+// Adds to REPORT what the opened files did beyond their names: for each
+// file that served some reads in a fallback way (File::Degraded), a note
+// with its path and what happened; the row runs each copied from a mapping
+// (its FileReport, REPORT->files[REPORT_INDEX[i]] for OPENED[i]); the
+// io_uring reads into registered buffers (REPORT->counts). Called by every
+// loader once its reads are done, failed or not.
+void AddFileOutcomes(const std::vector<OpenedFile>& opened,
+                     std::span<const int> report_index, LoadReport* report);
 
 // OK when every file of OPENED is unchanged since Checkpoint::Open and its
 // path still names it (CheckUnchangedAt); else the IoError naming the file,

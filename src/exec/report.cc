@@ -28,6 +28,21 @@ std::string Bytes(uint64_t b) {
 
 }  // namespace
 
+std::vector<std::pair<std::string_view, uint64_t>> ReadCounts::Named() const {
+  return {{"direct_reads", direct_reads},
+          {"bounced_reads", bounced_reads},
+          {"registered_buffer_reads", registered_buffer_reads},
+          {"slices", slices},
+          {"contiguous_slices", contiguous_slices},
+          {"row_run_slices", row_run_slices},
+          {"row_run_reads", row_run_reads},
+          {"strided_slices", strided_slices},
+          {"strided_rows", strided_rows},
+          {"slice_bytes_selected", slice_bytes_selected},
+          {"slice_bytes_read", slice_bytes_read},
+          {"slice_read_cost_bytes", slice_read_cost_bytes}};
+}
+
 std::string LoadReport::ToString() const {
   std::string s;
   s += "device " + device.ToString() + ": " + std::to_string(tensors) +
@@ -99,9 +114,15 @@ std::string LoadReport::ToJson() const {
     fs.push_back({{"path", f.path},
                   {"path_taken", f.path_taken},
                   {"reason", f.reason},
-                  {"bytes", f.bytes}});
+                  {"bytes", f.bytes},
+                  {"copied_row_runs", f.copied_row_runs},
+                  {"copied_row_reads", f.copied_row_reads}});
   }
   j["files"] = std::move(fs);
+  nlohmann::json cs = nlohmann::json::object();
+  for (const auto& [name, value] : counts.Named())
+    cs[std::string(name)] = value;
+  j["counts"] = std::move(cs);
   j["notes"] = notes;
   // Paths need not be UTF-8; replace invalid bytes rather than throw.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -1,7 +1,6 @@
 #include "plan/selection.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -215,33 +214,6 @@ uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o) {
   const uint64_t cover = CoverBytes(b, std::max<uint64_t>(o.granularity, 1));
   const uint64_t reads = (cover + o.max_chunk_bytes - 1) / o.max_chunk_bytes;
   return cover + reads * o.read_cost_bytes;
-}
-
-std::string PlacementStats::Note() const {
-  if (slices == 0) return {};
-  std::string s = "slices: " + std::to_string(slices) + " sliced tensor" +
-                  (slices == 1 ? "" : "s") + " (" + std::to_string(contiguous) +
-                  " contiguous, " + std::to_string(row_runs) +
-                  " as row runs in " + std::to_string(run_reads) + " reads, " +
-                  std::to_string(strided) + " strided over " +
-                  std::to_string(strided_rows) + " rows); read " +
-                  std::to_string(moved_bytes) + " bytes for " +
-                  std::to_string(selected_bytes) + " selected";
-  if (selected_bytes > 0) {
-    const double over = 100.0 *
-                        (static_cast<double>(moved_bytes) -
-                         static_cast<double>(selected_bytes)) /
-                        static_cast<double>(selected_bytes);
-    char buf[32];
-    std::snprintf(buf, sizeof buf, " (overhead %.1f%%)", over);
-    s += buf;
-  }
-  if (read_cost_bytes > 0) {
-    s += "; a read weighed as " + std::to_string(read_cost_bytes >> 10) +
-         " KiB more (O_DIRECT, object storage or a file not in the page "
-         "cache: requests cost more than their bytes)";
-  }
-  return s;
 }
 
 void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,

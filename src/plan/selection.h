@@ -90,7 +90,8 @@ struct PlaceOptions {
 uint64_t RowRunsCost(const RowBlock& b, const PlaceOptions& o);
 uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o);
 
-// Totals of one or more placed selections, for the report.
+// Totals of one or more placed selections, for the report (its ReadCounts;
+// exec/read_counts.h says them in words).
 struct PlacementStats {
   uint64_t contiguous = 0;  // blocks placed as one range
   uint64_t row_runs = 0;    // blocks placed as row runs
@@ -102,9 +103,6 @@ struct PlacementStats {
                                  // aligned to the granularity
   uint64_t slices = 0;           // requests that are real slices
   uint64_t read_cost_bytes = 0;  // the largest per-read cost weighed
-  // One line: "slices: ..." with the choice and the overhead; empty when
-  // no request was a real slice.
-  std::string Note() const;
 };
 
 // Appends to SEGMENTS the segments that move SEL into DST (the selection's

@@ -99,6 +99,11 @@ def test_one_load_many_requests_and_the_report(big_file):
     assert "1 strided over 257 rows" in notes, notes
     assert "1 as row runs in 3 reads" in notes, notes
     assert "overhead" in notes
+    # The same as numbers (report.counts), for a program to read.
+    c = weightlift.last_report().counts
+    assert (c["slices"], c["strided_slices"], c["strided_rows"],
+            c["row_run_slices"], c["row_run_reads"]) == (3, 1, 257, 1, 3), c
+    assert c["slice_bytes_read"] > c["slice_bytes_selected"] > 0, c
 
 
 def test_o_direct_weighs_each_read(tmp_path):
@@ -269,3 +274,5 @@ def test_row_runs_of_a_resident_file_are_copied_from_a_mapping(tmp_path):
         assert ("2048 row runs in" in notes and
                 "copied from a mapping of the page cache" in notes) == mapped, \
             (backend, notes)
+        assert report.files[0].copied_row_runs == (2048 if mapped else 0)
+        assert report.counts["row_run_reads"] == 2048, report.counts
