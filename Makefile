@@ -126,10 +126,13 @@ $(VLLM_STAMP):
 	  && $(VLLM_VENV)/bin/pip install -q -r $(VLLM_REQUIREMENTS) \
 	  && rm -f $(VLLM_VENV)/.stamp $(VLLM_VENV)/.stamp-* && touch $@; }'
 
-test-vllm: deps-apt $(VLLM_STAMP)
+# The object-storage test's S3 server (SeaweedFS, boto3) runs in the
+# development venv, named by WL_DEV_PYTHON.
+test-vllm: deps-python $(VLLM_STAMP)
 	flock $(VLLM_VENV).lock sh -c '$(VLLM_VENV)/bin/pip install -q \
 	  --no-build-isolation --no-deps -C build-dir=$(CURDIR)/$(BUILD)-vllm-wheel . \
-	  && $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm'
+	  && WL_DEV_PYTHON=$(CURDIR)/$(VENV)/bin/python \
+	  $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm'
 
 # The unit tests (ctest label `unit`: every gtest binary of src/; no GPU,
 # CLI, Python module or install test) again under ASan+UBSan and under

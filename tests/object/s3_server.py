@@ -171,3 +171,35 @@ class SeaweedS3:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def serve(argv: list[str]) -> int:
+    """`s3_server.py serve [--upload DIR BUCKET/PREFIX]...`: starts the
+    server, uploads each DIR's files under BUCKET/PREFIX, prints one JSON
+    line ({"endpoint", "access_key", "secret_key"}) and serves until its
+    standard input closes (the parent ended or let go), then stops. For
+    tests whose interpreter has no boto3 or weed (the vLLM venv's)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="s3_server.py serve")
+    ap.add_argument("--upload", nargs=2, action="append", default=[],
+                    metavar=("DIR", "BUCKET/PREFIX"))
+    args = ap.parse_args(argv)
+    with SeaweedS3(public_buckets=()) as server:
+        for local, where in args.upload:
+            bucket, _, prefix = where.partition("/")
+            server.create_bucket(bucket)
+            for f in sorted(Path(local).iterdir()):
+                if f.is_file():
+                    key = f"{prefix}/{f.name}" if prefix else f.name
+                    server.upload(bucket, key, f)
+        print(json.dumps({"endpoint": server.endpoint,
+                          "access_key": ACCESS_KEY,
+                          "secret_key": SECRET_KEY}), flush=True)
+        sys.stdin.read()  # until the parent closes it
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["serve"]:
+        sys.exit("usage: s3_server.py serve [--upload DIR BUCKET/PREFIX]...")
+    sys.exit(serve(sys.argv[2:]))

