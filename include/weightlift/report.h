@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,9 +50,10 @@ struct ReadCounts {
   // (requests that cost more than their bytes: O_DIRECT, object storage).
   uint64_t slice_read_cost_bytes = 0;
 
-  // Every count by its name above, in this order: the keys of the JSON
-  // report's "counts" and of Python's report.counts.
-  std::vector<std::pair<std::string_view, uint64_t>> Named() const;
+  // Every count's name and member, in the order above: the keys of the
+  // JSON report's "counts" and of Python's report.counts.
+  using Field = std::pair<std::string_view, uint64_t ReadCounts::*>;
+  static std::span<const Field> Fields();
 };
 
 struct LoadReport {

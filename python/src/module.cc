@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/read_counts.h"
 #include "module_common.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
@@ -516,6 +517,31 @@ NB_MODULE(_native, m) {
       "text"_a,
       "Bytes in TEXT (weightlift/byte_size.h: 8M = 8MiB, 8MB = 8e6).");
   m.def("format_size", &FormatByteSize, "bytes"_a);
+  // The notes a report dict's counts say (its "counts", each file's copied
+  // row runs, its "bytes"), as the C++ loaders word them: for LoadReport.
+  // merge, which adds the counts of several loads up and says them once.
+  m.def(
+      "counted_notes",
+      [](nb::dict report) {
+        LoadReport r;
+        r.bytes = nb::cast<uint64_t>(report["bytes"]);
+        nb::dict counts = nb::cast<nb::dict>(report["counts"]);
+        for (const auto& [name, member] : ReadCounts::Fields()) {
+          const std::string key(name);
+          if (counts.contains(key.c_str())) {
+            r.counts.*member = nb::cast<uint64_t>(counts[key.c_str()]);
+          }
+        }
+        for (nb::handle f : nb::cast<nb::list>(report["files"])) {
+          FileReport fr;
+          fr.path = nb::cast<std::string>(f["path"]);
+          fr.copied_row_runs = nb::cast<uint64_t>(f["copied_row_runs"]);
+          fr.copied_row_reads = nb::cast<uint64_t>(f["copied_row_reads"]);
+          r.files.push_back(std::move(fr));
+        }
+        return internal::CountedNotes(r);
+      },
+      "report"_a);
   // s3:// or http(s):// LOCATION's bytes (config.json for from_pretrained),
   // with the environment read as for Checkpoint.open.
   m.def(

@@ -151,8 +151,8 @@ nb::dict ReportDict(const LoadReport& r) {
   }
   d["files"] = files;
   nb::dict counts;
-  for (const auto& [name, value] : r.counts.Named()) {
-    counts[std::string(name).c_str()] = value;
+  for (const auto& [name, member] : ReadCounts::Fields()) {
+    counts[std::string(name).c_str()] = r.counts.*member;
   }
   d["counts"] = counts;
   nb::list notes;

@@ -450,7 +450,7 @@ class TensorStream:
             self._make_report()
 
     def _make_report(self) -> None:
-        merged = LoadReport.merge(self._reports)
+        merged = LoadReport.merge(self._reports, files_by_path=True)
         if merged is None:
             merged = LoadReport({"device": self._device, "tensors": 0,
                                  "bytes": 0, "bytes_read": 0, "seconds": 0.0,
@@ -459,22 +459,6 @@ class TensorStream:
                                  "device_bytes": 0, "threads": 0,
                                  "gb_per_s": 0.0, "files": [], "notes": []})
         else:
-            # One line per file, not one per window (a window's report
-            # lists every file; those it did not read say "none").
-            seen = {}
-            for f in merged.files:
-                if f.bytes == 0 and f.path_taken == "none":
-                    continue
-                prev = seen.get(f.path)
-                if prev is None:
-                    seen[f.path] = f
-                    continue
-                prev.bytes += f.bytes
-                if f.path_taken not in prev.path_taken.split("+"):
-                    prev.path_taken += "+" + f.path_taken
-                if f.reason and f.reason not in prev.reason:
-                    prev.reason += "; " + f.reason
-            merged.files = list(seen.values())
             merged.notes = list(dict.fromkeys(merged.notes))
             merged.device = self._device
         wall = self._t_loaded - self._t0

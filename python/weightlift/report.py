@@ -66,17 +66,25 @@ class LoadReport:
         self._text: str = data.get("text", "")
 
     @staticmethod
-    def merge(reports: List["LoadReport"]) -> Optional["LoadReport"]:
-        """One report for several loads run one after another."""
+    def merge(reports: List["LoadReport"],
+              files_by_path: bool = False) -> Optional["LoadReport"]:
+        """One report for several loads run one after another. The counts
+        add up and the notes they say (how reads landed, how slices were
+        placed, row runs copied from a mapping) are said once for the whole,
+        not once per load. FILES_BY_PATH: one entry per file (its bytes
+        added up over the loads; a file no load read is left out) instead
+        of each load's list."""
         if not reports:
             return None
-        if len(reports) == 1:
+        if len(reports) == 1 and not files_by_path:
             return reports[0]
+        from . import _native
         d = reports[0].as_dict()
+        d["notes"] = _uncounted(reports[0], _native)
         for r in reports[1:]:
             for k in ("tensors", "bytes", "bytes_read", "seconds",
-                      "setup_seconds", "open_seconds", "alloc_seconds", "transfer_seconds",
-                      "device_bytes"):
+                      "setup_seconds", "open_seconds", "alloc_seconds",
+                      "transfer_seconds", "device_bytes"):
                 d[k] += getattr(r, k)
             d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes)
             d["files"] += [f.as_dict() for f in r.files]
@@ -84,8 +92,11 @@ class LoadReport:
                 d["counts"][k] = (max(d["counts"].get(k, 0), v)
                                   if k == "slice_read_cost_bytes"
                                   else d["counts"].get(k, 0) + v)
-            d["notes"] += r.notes
+            d["notes"] += _uncounted(r, _native)
             d["device"] += "," + r.device
+        if files_by_path:
+            d["files"] = _files_by_path(d["files"])
+        d["notes"] += _native.counted_notes(d)
         d["gb_per_s"] = d["bytes"] / d["seconds"] / 1e9 if d["seconds"] else 0
         d["text"] = "\n".join(str(r) for r in reports)
         return LoadReport(d)
@@ -108,3 +119,31 @@ class LoadReport:
         return (f"<LoadReport {self.tensors} tensors, {self.bytes} bytes in "
                 f"{self.seconds:.3f} s ({self.gb_per_s:.2f} GB/s) on "
                 f"{self.device}>")
+
+
+def _uncounted(report: LoadReport, native) -> List[str]:
+    """REPORT's notes but those its counts say (native.counted_notes)."""
+    counted = set(native.counted_notes(report.as_dict()))
+    return [n for n in report.notes if n not in counted]
+
+
+def _files_by_path(files: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One entry per path, in first-seen order: bytes and copied row runs
+    added up, each path taken and reason said once. Entries of files a
+    load did not read (a window's report lists every file; those it did not
+    read say "none") are left out."""
+    seen: Dict[str, Dict[str, Any]] = {}
+    for f in files:
+        if f["bytes"] == 0 and f["path_taken"] == "none":
+            continue
+        prev = seen.get(f["path"])
+        if prev is None:
+            seen[f["path"]] = dict(f)
+            continue
+        for k in ("bytes", "copied_row_runs", "copied_row_reads"):
+            prev[k] = prev.get(k, 0) + f.get(k, 0)
+        if f["path_taken"] not in prev["path_taken"].split("+"):
+            prev["path_taken"] += "+" + f["path_taken"]
+        if f["reason"] and f["reason"] not in prev["reason"]:
+            prev["reason"] += "; " + f["reason"]
+    return list(seen.values())

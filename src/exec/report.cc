@@ -28,19 +28,21 @@ std::string Bytes(uint64_t b) {
 
 }  // namespace
 
-std::vector<std::pair<std::string_view, uint64_t>> ReadCounts::Named() const {
-  return {{"direct_reads", direct_reads},
-          {"bounced_reads", bounced_reads},
-          {"registered_buffer_reads", registered_buffer_reads},
-          {"slices", slices},
-          {"contiguous_slices", contiguous_slices},
-          {"row_run_slices", row_run_slices},
-          {"row_run_reads", row_run_reads},
-          {"strided_slices", strided_slices},
-          {"strided_rows", strided_rows},
-          {"slice_bytes_selected", slice_bytes_selected},
-          {"slice_bytes_read", slice_bytes_read},
-          {"slice_read_cost_bytes", slice_read_cost_bytes}};
+std::span<const ReadCounts::Field> ReadCounts::Fields() {
+  static constexpr Field kFields[] = {
+      {"direct_reads", &ReadCounts::direct_reads},
+      {"bounced_reads", &ReadCounts::bounced_reads},
+      {"registered_buffer_reads", &ReadCounts::registered_buffer_reads},
+      {"slices", &ReadCounts::slices},
+      {"contiguous_slices", &ReadCounts::contiguous_slices},
+      {"row_run_slices", &ReadCounts::row_run_slices},
+      {"row_run_reads", &ReadCounts::row_run_reads},
+      {"strided_slices", &ReadCounts::strided_slices},
+      {"strided_rows", &ReadCounts::strided_rows},
+      {"slice_bytes_selected", &ReadCounts::slice_bytes_selected},
+      {"slice_bytes_read", &ReadCounts::slice_bytes_read},
+      {"slice_read_cost_bytes", &ReadCounts::slice_read_cost_bytes}};
+  return kFields;
 }
 
 std::string LoadReport::ToString() const {
@@ -120,8 +122,9 @@ std::string LoadReport::ToJson() const {
   }
   j["files"] = std::move(fs);
   nlohmann::json cs = nlohmann::json::object();
-  for (const auto& [name, value] : counts.Named())
-    cs[std::string(name)] = value;
+  for (const auto& [name, member] : ReadCounts::Fields()) {
+    cs[std::string(name)] = counts.*member;
+  }
   j["counts"] = std::move(cs);
   j["notes"] = notes;
   // Paths need not be UTF-8; replace invalid bytes rather than throw.

@@ -100,7 +100,7 @@ TEST(ReadCountsTest, NotesSayTheCountsAndAddUp) {
   const std::string j = a.ToJson();
   EXPECT_NE(j.find("\"bounced_reads\":5"), std::string::npos) << j;
   EXPECT_NE(j.find("\"copied_row_runs\":4096"), std::string::npos) << j;
-  EXPECT_EQ(a.counts.Named().size(), 12u);
+  EXPECT_EQ(ReadCounts::Fields().size(), 12u);
 }
 
 }  // namespace

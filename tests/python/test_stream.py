@@ -254,6 +254,20 @@ def test_parts_by_tp_plan_are_tensor_split_and_read_alone(sharded, rank):
     assert stream.report.bytes == stream.bytes < full
     assert stream.report.bytes_read < full
     assert stream.peak_bytes <= stream.bound_bytes
+    # Several windows, one report: the parts' counts add up over the
+    # windows and are said once (not once per window's load).
+    rep = stream.report
+    assert stream.windows > 2
+    parts = {n: t for n, t in got if n in plan}
+    assert rep.counts["slices"] == sum(
+        1 for n in plan if parts[n].numel() != ref[n].numel())
+    assert rep.counts["slice_bytes_selected"] == sum(
+        t.numel() * t.element_size() for n, t in parts.items()
+        if t.numel() != ref[n].numel())
+    assert sum(n.startswith("slices: ") for n in rep.notes) == 1, rep.notes
+    assert sum("reads landed" in n or "all reads went" in n
+               for n in rep.notes) <= 1, rep.notes
+    assert len({f.path for f in rep.files}) == len(rep.files)
     with pytest.raises(TypeError, match="tp_rank"):
         weightlift.stream_tensors(root, tp_plan=plan)
 
