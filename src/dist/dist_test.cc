@@ -39,7 +39,9 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::FileBytes;
+using testing::FilesOf;
 using testing::PartBytes;
+using testing::SplitBothWaysPlan;
 using testing::SynthDir;
 using testing::Tensor;
 
@@ -352,8 +354,7 @@ TEST(LoadWithGroup, FullModeEveryRankGetsEveryTensorReadingAShare) {
   SynthDir dir;
   auto ckpt = Checkpoint::Open(dir.path);
   ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
-  std::vector<std::vector<uint8_t>> files;
-  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
+  const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
   for (int n : {1, 2, 3, 4}) {
     auto results = RunGroupLoad(*ckpt, n, [](int) {
       GroupLoadRequest req;
@@ -395,13 +396,8 @@ TEST(LoadWithGroup, TensorParallelPartsAndReplicatedTensorsReadOnce) {
   SynthDir dir;
   auto ckpt = Checkpoint::Open(dir.path);
   ASSERT_TRUE(ckpt.ok());
-  std::vector<std::vector<uint8_t>> files;
-  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
-  const std::vector<TpPlanEntry> plan = {
-      {"*.q_proj.weight", ShardStyle::kColwise},
-      {"*.o_proj.weight", ShardStyle::kRowwise},
-      {"*.down_proj.weight", ShardStyle::kRowwise},
-      {"*.up_proj.weight", ShardStyle::kColwise}};
+  const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
+  const std::vector<TpPlanEntry> plan = SplitBothWaysPlan();
   const int n = 3;
   // Small batches: the report adds up several batches' loads.
   auto results = RunGroupLoad(*ckpt, n, [&](int r) {
@@ -639,8 +635,7 @@ TEST(LoadWithGroup, NamedTensorsComeAsTheirBatchesComplete) {
   SynthDir dir;
   auto ckpt = Checkpoint::Open(dir.path);
   ASSERT_TRUE(ckpt.ok());
-  std::vector<std::vector<uint8_t>> files;
-  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
+  const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
   std::vector<std::string> names;
   for (size_t i = 0; i < ckpt->tensors().size(); i += 2) {
     names.push_back(ckpt->tensors()[i].name);

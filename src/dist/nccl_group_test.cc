@@ -30,8 +30,9 @@ namespace weightlift::internal {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::FileBytes;
+using testing::FilesOf;
 using testing::PartBytes;
+using testing::SplitBothWaysPlan;
 using testing::SynthDir;
 
 // How many ranks this machine can run (one per GPU, at most 8); 0 with
@@ -121,8 +122,7 @@ TEST(NcclGroupLoad, FullModeEveryRankGetsEveryTensorBitExact) {
   SynthDir dir;
   auto ckpt = Checkpoint::Open(dir.path);
   ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
-  std::vector<std::vector<uint8_t>> files;
-  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
+  const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
   // Small batches and a low all-gather floor: the tiny layout then takes
   // broadcasts and all-gathers, in several batches.
   auto results =
@@ -158,13 +158,8 @@ TEST(NcclGroupLoad, TensorParallelPartsBitExact) {
   SynthDir dir;
   auto ckpt = Checkpoint::Open(dir.path);
   ASSERT_TRUE(ckpt.ok());
-  std::vector<std::vector<uint8_t>> files;
-  for (const auto& f : ckpt->files()) files.push_back(FileBytes(f.path));
-  const std::vector<TpPlanEntry> plan = {
-      {"*.q_proj.weight", ShardStyle::kColwise},
-      {"*.o_proj.weight", ShardStyle::kRowwise},
-      {"*.down_proj.weight", ShardStyle::kRowwise},
-      {"*.up_proj.weight", ShardStyle::kColwise}};
+  const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
+  const std::vector<TpPlanEntry> plan = SplitBothWaysPlan();
   auto results =
       RunOverNccl(std::vector<const Checkpoint*>(n, &*ckpt), [&](int r) {
         GroupLoadRequest req;

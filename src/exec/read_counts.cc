@@ -85,19 +85,12 @@ void RemoveCountedNotes(LoadReport* r) {
 }
 
 void AddCounts(const ReadCounts& part, ReadCounts* into) {
-  into->direct_reads += part.direct_reads;
-  into->bounced_reads += part.bounced_reads;
-  into->registered_buffer_reads += part.registered_buffer_reads;
-  into->slices += part.slices;
-  into->contiguous_slices += part.contiguous_slices;
-  into->row_run_slices += part.row_run_slices;
-  into->row_run_reads += part.row_run_reads;
-  into->strided_slices += part.strided_slices;
-  into->strided_rows += part.strided_rows;
-  into->slice_bytes_selected += part.slice_bytes_selected;
-  into->slice_bytes_read += part.slice_bytes_read;
-  into->slice_read_cost_bytes =
-      std::max(into->slice_read_cost_bytes, part.slice_read_cost_bytes);
+  for (const auto& [name, member] : ReadCounts::Fields()) {
+    // A weight, not a tally: the largest any part used.
+    into->*member = member == &ReadCounts::slice_read_cost_bytes
+                        ? std::max(into->*member, part.*member)
+                        : into->*member + part.*member;
+  }
 }
 
 void AddPlacement(const PlacementStats& placed, ReadCounts* into) {

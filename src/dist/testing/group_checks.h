@@ -43,6 +43,21 @@ inline std::vector<uint8_t> FileBytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
+// Every file of CKPT, as FileBytes, in the checkpoint's order.
+inline std::vector<std::vector<uint8_t>> FilesOf(const Checkpoint& ckpt) {
+  std::vector<std::vector<uint8_t>> files;
+  for (const auto& f : ckpt.files()) files.push_back(FileBytes(f.path));
+  return files;
+}
+
+// A plan over the tiny layout with both splits: dim 0 and the last dim.
+inline std::vector<TpPlanEntry> SplitBothWaysPlan() {
+  return {{"*.q_proj.weight", ShardStyle::kColwise},
+          {"*.o_proj.weight", ShardStyle::kRowwise},
+          {"*.down_proj.weight", ShardStyle::kRowwise},
+          {"*.up_proj.weight", ShardStyle::kColwise}};
+}
+
 // The bytes of SHARD of T, gathered from FILE (T's file) run by run.
 inline std::vector<uint8_t> PartBytes(const std::vector<uint8_t>& file,
                                       const TensorInfo& t,
