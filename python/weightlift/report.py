@@ -129,7 +129,7 @@ def _uncounted(report: LoadReport, native) -> List[str]:
 
 def _files_by_path(files: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """One entry per path, in first-seen order: bytes and copied row runs
-    added up, each path taken and reason said once. Entries of files a
+    added up, each path taken said once with its first reason. Entries of files a
     load did not read (a window's report lists every file; those it did not
     read say "none") are left out."""
     seen: Dict[str, Dict[str, Any]] = {}
@@ -142,8 +142,10 @@ def _files_by_path(files: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             continue
         for k in ("bytes", "copied_row_runs", "copied_row_reads"):
             prev[k] = prev.get(k, 0) + f.get(k, 0)
+        # A path taken again keeps its first reason (later loads' differ
+        # only in their sizes: "small read (N of M bytes)" a window).
         if f["path_taken"] not in prev["path_taken"].split("+"):
             prev["path_taken"] += "+" + f["path_taken"]
-        if f["reason"] and f["reason"] not in prev["reason"]:
-            prev["reason"] += "; " + f["reason"]
+            if f["reason"]:
+                prev["reason"] += "; " + f["reason"]
     return list(seen.values())

@@ -268,6 +268,9 @@ def test_parts_by_tp_plan_are_tensor_split_and_read_alone(sharded, rank):
     assert sum("reads landed" in n or "all reads went" in n
                for n in rep.notes) <= 1, rep.notes
     assert len({f.path for f in rep.files}) == len(rep.files)
+    # A file's path said once with its first reason, not a reason a window.
+    assert all(f.reason.count("small read") <= 1 for f in rep.files), \
+        [f.reason for f in rep.files]
     with pytest.raises(TypeError, match="tp_rank"):
         weightlift.stream_tensors(root, tp_plan=plan)
 
