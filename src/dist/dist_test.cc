@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include "format/testing/tensor_info.h"
 #include "weightlift/group.h"
 #include "weightlift/loader.h"
+#include "weightlift/nccl.h"
 
 #ifdef WL_HAVE_NCCL_COMMUNICATOR
 #include <cuda_runtime.h>
@@ -706,6 +708,56 @@ TEST(LoadWithGroup, NamedTensorsComeAsTheirBatchesComplete) {
   EXPECT_NE(missing[1].status.message().find("'no.such.tensor'"),
             std::string::npos)
       << missing[1].status.ToString();
+}
+
+// The public NCCL entry points: an id survives its hex form (how ranks pass
+// it on), bad text and bad ranks are clear errors before any CUDA or NCCL
+// call, and without libnccl (this machine) making an id says so.
+TEST(NcclPublic, IdsTravelAsHexAndBadInputIsRefused) {
+  NcclId id;
+  for (size_t i = 0; i < id.bytes.size(); ++i) {
+    id.bytes[i] = static_cast<std::byte>((i * 37 + 5) & 0xff);
+  }
+  const std::string hex = NcclIdToHex(id);
+  ASSERT_EQ(hex.size(), 256u);
+  EXPECT_EQ(hex.substr(0, 6), "052a4f");
+  auto back = NcclIdFromHex(hex);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->bytes, id.bytes);
+  std::string upper = hex;
+  for (char& c : upper) c = static_cast<char>(std::toupper(c));
+  ASSERT_TRUE(NcclIdFromHex(upper).ok());
+  EXPECT_EQ(NcclIdFromHex(upper)->bytes, id.bytes);
+
+  auto short_id = NcclIdFromHex(hex.substr(1));
+  EXPECT_EQ(short_id.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(short_id.status().message().find("want 256 hex digits, got 255"),
+            std::string::npos)
+      << short_id.status().ToString();
+  std::string bad = hex;
+  bad[41] = 'g';
+  EXPECT_NE(NcclIdFromHex(bad).status().message().find("character 41"),
+            std::string::npos);
+
+  for (auto [rank, size] : {std::pair{2, 2}, {-1, 2}, {0, 0}}) {
+    auto g = JoinNcclGroup(id, rank, size, 0, milliseconds(1000));
+    ASSERT_FALSE(g.ok());
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(g.status().message().find("rank " + std::to_string(rank) +
+                                        " of " + std::to_string(size)),
+              std::string::npos)
+        << g.status().ToString();
+  }
+  auto made = MakeNcclId();
+  if (!NcclLib::Get().ok()) {
+    EXPECT_EQ(made.status().code(), StatusCode::kUnsupported);
+    auto g = JoinNcclGroup(id, 0, 1, 0, milliseconds(1000));
+    EXPECT_EQ(g.status().code(), StatusCode::kUnsupported)
+        << g.status().ToString();
+  } else {
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    EXPECT_NE(made->bytes, NcclId{}.bytes);  // NCCL filled it in
+  }
 }
 
 TEST(NcclConfig, IsTheNccl214PrefixOfNcclConfigT) {

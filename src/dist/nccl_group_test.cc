@@ -1,11 +1,11 @@
-// Group loads over the C++ NcclCommunicator, the path a C++ caller takes on
-// several GPUs: one rank per CUDA device, the ranks as threads of one
-// process (NCCL allows one member of a communicator per thread, each on its
-// own device). One GPU runs a group of one (the agreement and the load's
-// memory over NCCL, no peer); two or more run a rank on each, up to 8.
-// Every tensor is copied back to the host and compared with the file's own
-// bytes. Without a GPU (the development and CI machines) every test skips
-// with that reason; bench/h200_tp.sh runs them with torch's libnccl.
+// Group loads over NCCL as a C++ caller makes them (weightlift/nccl.h:
+// MakeNcclId, JoinNcclGroup over NcclCommunicator): one rank per CUDA device,
+// the ranks as threads of one process (NCCL allows one member of a communicator
+// per thread, each on its own device). One GPU runs a group of one (the
+// agreement and the load's memory over NCCL, no peer); two or more run a rank
+// on each, up to 8. Every tensor is copied back to the host and compared with
+// the file's own bytes. Without a GPU (the development and CI machines) every
+// test skips with that reason; bench/h200_tp.sh runs them with torch's libnccl.
 #ifdef WL_HAVE_NCCL_COMMUNICATOR
 
 #include <cuda_runtime.h>
@@ -21,10 +21,11 @@
 #include <vector>
 
 #include "cuda/device_available.h"
-#include "dist/nccl_communicator.h"
+#include "dist/nccl_lib.h"
 #include "dist/testing/group_checks.h"
 #include "weightlift/group.h"
 #include "weightlift/loader.h"
+#include "weightlift/nccl.h"
 
 namespace weightlift::internal {
 namespace {
@@ -66,7 +67,7 @@ std::vector<RankOutcome> RunOverNccl(
     const std::function<GroupLoadRequest(int)>& request) {
   const int n = static_cast<int>(ckpts.size());
   std::vector<RankOutcome> out(static_cast<size_t>(n));
-  auto id = NcclCommunicator::MakeUniqueId();
+  auto id = MakeNcclId();
   if (!id.ok()) {
     for (auto& o : out) o.status = id.status();
     return out;
@@ -75,7 +76,7 @@ std::vector<RankOutcome> RunOverNccl(
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       RankOutcome& mine = out[static_cast<size_t>(r)];
-      auto comm = NcclCommunicator::Create(*id, r, n, r, milliseconds(60000));
+      auto comm = JoinNcclGroup(*id, r, n, r, milliseconds(60000));
       if (!comm.ok()) {
         mine.status = comm.status();
         return;

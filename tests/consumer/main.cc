@@ -3,6 +3,7 @@
 // make_checkpoint.py wrote them with. Exit 0 only when all match.
 #include <weightlift/checkpoint.h>
 #include <weightlift/loader.h>
+#include <weightlift/nccl.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -70,6 +71,21 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The NCCL entry points link from the package: an id made here (or the
+  // reason none can be: no libnccl, no CUDA) survives its hex form.
+  auto id = weightlift::MakeNcclId();
+  if (!id.ok() && id.status().code() != weightlift::StatusCode::kUnsupported) {
+    std::fprintf(stderr, "MakeNcclId: %s\n", id.status().ToString().c_str());
+    return 1;
+  }
+  const weightlift::NcclId sent = id.ok() ? *id : weightlift::NcclId{};
+  auto received = weightlift::NcclIdFromHex(weightlift::NcclIdToHex(sent));
+  if (!received.ok() || received->bytes != sent.bytes) {
+    std::fprintf(stderr, "NCCL id: the hex round trip failed\n");
+    return 1;
+  }
+  std::printf("consumer: NCCL %s\n",
+              id.ok() ? "id made" : id.status().ToString().c_str());
   std::printf(
       "consumer: %zu tensors from %zu files, %llu bytes, values "
       "match\n%s\n",
