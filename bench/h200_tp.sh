@@ -46,6 +46,13 @@ LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   "$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
   2>&1 | tee "$OUT/tp_nccl_unit.log"
 nccl_unit=${PIPESTATUS[0]}
+# The command line's group mode as a group of one (NCCL id file, join,
+# LoadWithGroup): every byte read by this rank.
+LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+  "$BUILD/weightlift" load "$CKPT" --device cuda:0 --group nccl \
+  --group-rank 0 --group-size 1 --nccl-id "$OUT/cli_group.id" --json \
+  > "$OUT/tp_cli_group.json" 2> "$OUT/tp_cli_group.err" || nccl_unit=1
+[ -e "$OUT/cli_group.id" ] && { echo "cli group: id file left"; nccl_unit=1; }
 python3 -m pytest -q -rs -p no:cacheprovider "$ROOT/tests/python/test_tp.py" \
   -k nccl 2>&1 | tee "$OUT/tp_nccl_python.log"
 nccl_py=${PIPESTATUS[0]}

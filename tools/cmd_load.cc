@@ -1,5 +1,7 @@
 // weightlift load PATH --device D [...]: one timed load, then the report:
-// bytes, seconds, GB/s, and which path served each file and why.
+// bytes, seconds, GB/s, and which path served each file and why; one
+// rank's parts (--tp-*), or one rank of a group that shares the reading
+// (--group nccl, group_flags.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -10,7 +12,9 @@
 #include "baselines.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "group_flags.h"
 #include "tp_flags.h"
+#include "weightlift/group.h"
 #include "weightlift/loader.h"
 
 namespace weightlift::cli {
@@ -21,17 +25,43 @@ struct LoadArgs {
   LoadFlags load;
   bool cold = false;
   bool json = false;
-  TpFlags tp;  // --tp-size / --tp-rank / --tp-plan: one rank's parts
+  TpFlags tp;        // --tp-size / --tp-rank / --tp-plan: one rank's parts
+  GroupFlags group;  // --group nccl ...: the ranks share the reading
 };
+
+// Group mode: join, then LoadWithGroup (with --tp-*: this rank's parts;
+// --tp-size / --tp-rank default to the group's). TP_SUMMARY says the plan.
+StatusOr<LoadResult> LoadInGroup(const LoadArgs& args, Loader& loader,
+                                 const Checkpoint& ckpt,
+                                 const LoadCallbacks& callbacks, int* rank,
+                                 int* size) {
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<GroupTransport> group,
+                      JoinGroup(args.group, loader.options().device));
+  *rank = group->rank();
+  *size = group->size();
+  GroupLoadRequest req;
+  if (args.tp.requested()) {
+    TpFlags tp = args.tp;
+    if (tp.size == TpFlags::kNotGiven) tp.size = group->size();
+    if (tp.rank == TpFlags::kNotGiven) tp.rank = group->rank();
+    WL_ASSIGN_OR_RETURN(req.tp, MakeTensorParallel(tp));
+    req.tensor_parallel = true;
+  }
+  return LoadWithGroup(loader, ckpt, *group, req, callbacks);
+}
 
 int Run(const LoadArgs& args) {
   StatusOr<LoadOptions> options = MakeLoadOptions(args.load);
   if (!options.ok()) return ReportError(options.status());
+  if (args.group.requested()) {  // flags first: before any file or GPU
+    StatusOr<GroupPlace> place = ResolveGroup(args.group, options->device);
+    if (!place.ok()) return ReportError(place.status());
+  }
   StatusOr<Checkpoint> ckpt = OpenCheckpoint(args.path);
   if (!ckpt.ok()) return ReportError(ckpt.status());
   std::string tp_summary;
   std::vector<TensorRequest> tp_requests;
-  if (args.tp.requested()) {  // load only this rank's parts
+  if (args.tp.requested() && !args.group.requested()) {  // this rank's parts
     StatusOr<TensorParallel> tp = MakeTensorParallel(args.tp);
     if (!tp.ok()) return ReportError(tp.status());
     StatusOr<std::vector<TensorRequest>> reqs =
@@ -54,9 +84,13 @@ int Run(const LoadArgs& args) {
   callbacks.on_progress = [&bar](uint64_t done, uint64_t total) {
     bar.Update(done, total);
   };
+  int group_rank = -1, group_size = 0;
   StatusOr<LoadResult> result =
-      args.tp.requested() ? (*loader)->LoadSlices(*ckpt, tp_requests, callbacks)
-                          : (*loader)->Load(*ckpt, {}, callbacks);
+      args.group.requested() ? LoadInGroup(args, **loader, *ckpt, callbacks,
+                                           &group_rank, &group_size)
+      : args.tp.requested()
+          ? (*loader)->LoadSlices(*ckpt, tp_requests, callbacks)
+          : (*loader)->Load(*ckpt, {}, callbacks);
   bar.Finish();
   if (!result.ok()) return ReportError(result.status());
   const LoadReport& report = result->report;
@@ -68,10 +102,15 @@ int Run(const LoadArgs& args) {
       std::printf("%s\n", report.ToJson().c_str());
     } else {
       out["cold"] = args.cold;
-      if (args.tp.requested()) {
+      if (args.tp.requested() && !args.group.requested()) {
         out["tp_rank"] = args.tp.rank;
         out["tp_size"] = args.tp.size;
         out["tp"] = tp_summary;
+      }
+      if (args.group.requested()) {
+        out["group_rank"] = group_rank;
+        out["group_size"] = group_size;
+        out["tensor_parallel"] = args.tp.requested();
       }
       if (args.cold) out["resident_after_evict"] = resident_after_evict;
       out["peak_rss_bytes"] = PeakRssBytes();
@@ -144,6 +183,7 @@ Command AddLoad(CLI::App& parent) {
                 "(posix_fadvise DONTNEED)");
   app->add_flag("--json", args->json, "print the report as one JSON object");
   AddTpFlags(app, &args->tp);
+  AddGroupFlags(app, &args->group);
   return {app, [args] { return Run(*args); }};
 }
 

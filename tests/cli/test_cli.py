@@ -504,6 +504,16 @@ class ErrorTest(Fixture):
             (("demo", "--cache", ""), "--cache: an empty"),
             (("load", ""), "PATH: an empty"),
             (("bench", self.single, "--mode", ""), "--mode"),
+            # Group mode: its flags are checked before any file or GPU.
+            (("load", self.single, "--group", "mpi"), "mpi not in {nccl}"),
+            (("load", self.single, "--group", "nccl", "--group-size", "2",
+              "--group-rank", "0", "--nccl-id", "/x"),
+             "give --device cuda:N"),
+            (("load", self.single, "--group", "nccl", "--device", "cuda:0",
+              "--group-size", "2", "--group-rank", "2", "--nccl-id", "/x"),
+             "rank 2 of 2"),
+            (("load", self.single, "--group", "nccl", "--device", "cuda:0",
+              "--group-size", "2", "--group-rank", "1"), "--nccl-id FILE"),
         ]
         for args, needle in cases:
             with self.subTest(args=args):
