@@ -22,6 +22,10 @@ NGPU=${NGPU:-$(nvidia-smi -L | wc -l)}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
+# libnccl for the command line's group mode: torch's wheel when the system
+# has none.
+NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+export LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SUMMARY=$OUT/multi_gpu_tp.txt
 
 if ! ls "$BUILD"/python/weightlift/_native*.so > /dev/null 2>&1; then
@@ -72,6 +76,27 @@ for layout in $LAYOUTS; do
       --json "$OUT/tp_${layout}_${from}.json" \
       > "$OUT/tp_${layout}_${from}.log" 2>&1 || rc=1
     grep '^\[' "$OUT/tp_${layout}_${from}.log" | tee -a "$SUMMARY"
+    if [ "$from" = warm ]; then  # the C++ group path, no Python: the CLI
+      for tp in "" "--tp-plan $ROOT/bench/llama_plan.json"; do
+        tag=$([ -z "$tp" ] && echo full || echo tp)
+        timeout 600 torchrun --standalone --nproc-per-node "$NGPU" \
+          --no-python "$ROOT/bench/cli_group_rank.sh" "$BUILD/weightlift" \
+          "$ckpt" "$OUT/cli_${layout}_${tag}.id" "$OUT/cli_${layout}_${tag}" \
+          $tp > "$OUT/cli_${layout}_${tag}.log" 2>&1 || rc=1
+        python3 - "$OUT" "$layout" "$tag" <<'PY' | tee -a "$SUMMARY"
+import glob, json, sys
+out, layout, tag = sys.argv[1:]
+rs = [json.load(open(p)) for p in
+      sorted(glob.glob(f"{out}/cli_{layout}_{tag}_rank*.json"))]
+if rs:
+    read = sum(r["bytes_read"] for r in rs)
+    print(f"[{layout} cli group {tag}] {len(rs)} ranks: slowest "
+          f"{max(r['seconds'] for r in rs):.3f} s; per rank GB/s delivered "
+          + ", ".join(f"{r['gb_per_s']:.1f}" for r in rs)
+          + f"; read {read / 1e9:.2f} GB in all")
+PY
+      done
+    fi
     [ "$from" = shm ] && rm -rf "$ckpt"
   done
 done
