@@ -108,7 +108,8 @@ void AddGroupFlags(CLI::App* app, GroupFlags* flags) {
   app->add_option("--group-timeout", flags->timeout_s,
                   "seconds a rank waits for the id, for the others to join "
                   "and for each collective")
-      ->check(CLI::PositiveNumber)
+      // At most a week: the deadline stays well inside the clock's range.
+      ->check(CLI::Range(0.001, 7 * 86400.0))
       ->capture_default_str();
 }
 

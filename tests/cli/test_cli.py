@@ -506,6 +506,8 @@ class ErrorTest(Fixture):
             (("bench", self.single, "--mode", ""), "--mode"),
             # Group mode: its flags are checked before any file or GPU.
             (("load", self.single, "--group", "mpi"), "mpi not in {nccl}"),
+            (("load", self.single, "--group", "nccl", "--group-timeout",
+              "1e30"), "--group-timeout"),
             (("load", self.single, "--group", "nccl", "--group-size", "2",
               "--group-rank", "0", "--nccl-id", "/x"),
              "give --device cuda:N"),
