@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,33 +30,49 @@ struct LoadArgs {
   GroupFlags group;  // --group nccl ...: the ranks share the reading
 };
 
-// Group mode: join, then LoadWithGroup (with --tp-*: this rank's parts;
-// --tp-size / --tp-rank default to the group's). TP_SUMMARY says the plan.
-StatusOr<LoadResult> LoadInGroup(const LoadArgs& args, Loader& loader,
-                                 const Checkpoint& ckpt,
-                                 const LoadCallbacks& callbacks, int* rank,
-                                 int* size) {
-  WL_ASSIGN_OR_RETURN(std::unique_ptr<GroupTransport> group,
-                      JoinGroup(args.group, loader.options().device));
-  *rank = group->rank();
-  *size = group->size();
-  GroupLoadRequest req;
+// Group mode: the place (its device set on OPTIONS) and, with --tp-*, the
+// rank's TP request (--tp-size / --tp-rank default to the group's), all
+// checked before any file or GPU, so that a bad flag or plan on one rank
+// fails it alone, at once, instead of leaving the others to their timeout.
+struct GroupSetup {
+  GroupPlace place;
+  GroupLoadRequest request;
+};
+StatusOr<GroupSetup> SetUpGroup(const LoadArgs& args, LoadOptions* options) {
+  GroupSetup setup;
+  WL_ASSIGN_OR_RETURN(setup.place, ResolveGroup(args.group, args.load.device));
+  options->device = setup.place.device;
   if (args.tp.requested()) {
     TpFlags tp = args.tp;
-    if (tp.size == TpFlags::kNotGiven) tp.size = group->size();
-    if (tp.rank == TpFlags::kNotGiven) tp.rank = group->rank();
-    WL_ASSIGN_OR_RETURN(req.tp, MakeTensorParallel(tp));
-    req.tensor_parallel = true;
+    if (tp.size == TpFlags::kNotGiven) tp.size = setup.place.size;
+    if (tp.rank == TpFlags::kNotGiven) tp.rank = setup.place.rank;
+    WL_ASSIGN_OR_RETURN(setup.request.tp, MakeTensorParallel(tp));
+    setup.request.tensor_parallel = true;
   }
-  return LoadWithGroup(loader, ckpt, *group, req, callbacks);
+  return setup;
+}
+
+StatusOr<LoadResult> LoadInGroup(const LoadArgs& args, const GroupSetup& setup,
+                                 Loader& loader, const Checkpoint& ckpt,
+                                 const LoadCallbacks& callbacks) {
+  WL_ASSIGN_OR_RETURN(std::unique_ptr<GroupTransport> group,
+                      JoinGroup(args.group, setup.place));
+  return LoadWithGroup(loader, ckpt, *group, setup.request, callbacks);
 }
 
 int Run(const LoadArgs& args) {
   StatusOr<LoadOptions> options = MakeLoadOptions(args.load);
   if (!options.ok()) return ReportError(options.status());
-  if (args.group.requested()) {  // flags first: before any file or GPU
-    StatusOr<GroupPlace> place = ResolveGroup(args.group, options->device);
-    if (!place.ok()) return ReportError(place.status());
+  if (!args.group.requested() && args.group.any_given()) {
+    return ReportError(Status::InvalidArgument(
+        "--nccl-id, --group-rank, --group-size and --group-timeout go with "
+        "--group nccl"));
+  }
+  std::optional<GroupSetup> group;
+  if (args.group.requested()) {
+    StatusOr<GroupSetup> setup = SetUpGroup(args, &*options);
+    if (!setup.ok()) return ReportError(setup.status());
+    group = std::move(*setup);
   }
   StatusOr<Checkpoint> ckpt = OpenCheckpoint(args.path);
   if (!ckpt.ok()) return ReportError(ckpt.status());
@@ -84,10 +101,8 @@ int Run(const LoadArgs& args) {
   callbacks.on_progress = [&bar](uint64_t done, uint64_t total) {
     bar.Update(done, total);
   };
-  int group_rank = -1, group_size = 0;
   StatusOr<LoadResult> result =
-      args.group.requested() ? LoadInGroup(args, **loader, *ckpt, callbacks,
-                                           &group_rank, &group_size)
+      group ? LoadInGroup(args, *group, **loader, *ckpt, callbacks)
       : args.tp.requested()
           ? (*loader)->LoadSlices(*ckpt, tp_requests, callbacks)
           : (*loader)->Load(*ckpt, {}, callbacks);
@@ -107,10 +122,10 @@ int Run(const LoadArgs& args) {
         out["tp_size"] = args.tp.size;
         out["tp"] = tp_summary;
       }
-      if (args.group.requested()) {
-        out["group_rank"] = group_rank;
-        out["group_size"] = group_size;
-        out["tensor_parallel"] = args.tp.requested();
+      if (group) {
+        out["group_rank"] = group->place.rank;
+        out["group_size"] = group->place.size;
+        out["tensor_parallel"] = group->request.tensor_parallel;
       }
       if (args.cold) out["resident_after_evict"] = resident_after_evict;
       out["peak_rss_bytes"] = PeakRssBytes();

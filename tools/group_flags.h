@@ -4,11 +4,13 @@
 // ranks split the reading and NCCL delivers the rest (with --tp-*: this
 // rank's parts, replicated tensors read once in the group). Rank 0 makes
 // the NCCL id and writes it to FILE (a path every rank sees); the others
-// wait for it there. R and N default to torchrun's RANK and WORLD_SIZE.
+// wait for it there. R and N default to torchrun's RANK and WORLD_SIZE,
+// and `--device cuda` to cuda:$LOCAL_RANK.
 #pragma once
 
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "weightlift/group.h"
@@ -28,28 +30,38 @@ struct GroupFlags {
   int rank = kNotGiven;
   int size = kNotGiven;
   double timeout_s = 300;
+  bool timeout_given = false;
   bool requested() const { return !kind.empty(); }
+  // Any --group-* or --nccl-id flag (an error without --group).
+  bool any_given() const {
+    return !id_file.empty() || rank != kNotGiven || size != kNotGiven ||
+           timeout_given;
+  }
 };
 
 void AddGroupFlags(CLI::App* app, GroupFlags* flags);
 
-// This process's place in the group: the flags checked for a load on
-// DEVICE, before anything is made (rank and size from RANK / WORLD_SIZE
-// when not given; DEVICE must be a CUDA device; --nccl-id given).
+// This process's place in the group, from the flags, before anything is
+// made: rank and size (from RANK / WORLD_SIZE when not given), the CUDA
+// device DEVICE_TEXT names (a bare "cuda" is cuda:$LOCAL_RANK: the same
+// cuda:0 on every rank would put them all on one GPU), --nccl-id given.
+// InvalidArgument naming the flag otherwise.
 struct GroupPlace {
   int rank = 0;
   int size = 1;
+  Device device;
 };
 StatusOr<GroupPlace> ResolveGroup(const GroupFlags& flags,
-                                  const Device& device);
+                                  const std::string& device_text);
 
-// A joined group for a load on DEVICE: ResolveGroup, the NCCL id written by
-// rank 0 or waited for by the others (at most the timeout), then
-// JoinNcclGroup. Rank 0 removes the id file once every rank
-// has joined, or when joining failed, so that no later run reads a stale
-// id. InvalidArgument for bad flags; IoError when the id never came or
-// cannot be written; what JoinNcclGroup says otherwise.
+// Joins PLACE's group: rank 0 makes the NCCL id and writes it to the id
+// file (whole: beside it, then renamed; with torchrun's run id, which the
+// others check, so that an id a crashed earlier run left there is never
+// joined), the others wait for it at most the timeout, then JoinNcclGroup.
+// Rank 0 removes the file once every rank has joined, or when joining
+// failed. IoError when the id never came or cannot be written; what
+// JoinNcclGroup says otherwise.
 StatusOr<std::unique_ptr<GroupTransport>> JoinGroup(const GroupFlags& flags,
-                                                    const Device& device);
+                                                    const GroupPlace& place);
 
 }  // namespace weightlift::cli

@@ -34,19 +34,21 @@ struct NcclId {
 // libnccl cannot be loaded or this build has no CUDA, saying which.
 StatusOr<NcclId> MakeNcclId();
 
-// ID as 256 lowercase hex digits, and back: InvalidArgument for any other
-// text, naming what is wrong.
+// ID as 256 lowercase hex digits, and back (either case read):
+// InvalidArgument for any other text, naming what is wrong.
 std::string NcclIdToHex(const NcclId& id);
 StatusOr<NcclId> NcclIdFromHex(std::string_view hex);
 
 // Joins ID's communicator as RANK of SIZE on CUDA device DEVICE (the
 // calling thread's current device becomes DEVICE; no other device is
-// touched). Joining waits at most TIMEOUT for every rank (NCCL >= 2.14; an
+// touched). TIMEOUT: 1 ms to 7 days. Joining waits at most TIMEOUT for every
+// rank (NCCL >= 2.14; an
 // older libnccl has only a blocking join), and so does every collective of
 // a group load after; a collective that times out aborts the communicator
 // and fails the load on every rank that waits for it. The transport moves
 // memory on DEVICE, so the loader handed to LoadWithGroup with it must be
-// a CUDA loader on DEVICE. InvalidArgument for a rank outside [0, SIZE);
+// a CUDA loader on DEVICE. InvalidArgument for a rank outside [0, SIZE)
+// or a timeout out of range;
 // Unsupported without libnccl or CUDA; CudaError for a device that cannot
 // be used; IoError when NCCL fails or the join times out.
 StatusOr<std::unique_ptr<GroupTransport>> JoinNcclGroup(

@@ -523,20 +523,31 @@ NB_MODULE(_native, m) {
   m.def(
       "counted_notes",
       [](nb::dict report) {
+        // A report dict's field as T, or TypeError naming it (a caller's
+        // dict, not the loader's, may hold anything).
+        auto count = [](nb::handle d, const char* key) -> uint64_t {
+          try {
+            return nb::cast<uint64_t>(d[key]);
+          } catch (const std::exception&) {
+            throw nb::type_error((std::string("counted_notes: '") + key +
+                                  "' must be a count (an int >= 0)")
+                                     .c_str());
+          }
+        };
         LoadReport r;
-        r.bytes = nb::cast<uint64_t>(report["bytes"]);
+        r.bytes = count(report, "bytes");
         nb::dict counts = nb::cast<nb::dict>(report["counts"]);
         for (const auto& [name, member] : ReadCounts::Fields()) {
           const std::string key(name);
           if (counts.contains(key.c_str())) {
-            r.counts.*member = nb::cast<uint64_t>(counts[key.c_str()]);
+            r.counts.*member = count(counts, key.c_str());
           }
         }
         for (nb::handle f : nb::cast<nb::list>(report["files"])) {
           FileReport fr;
           fr.path = nb::cast<std::string>(f["path"]);
-          fr.copied_row_runs = nb::cast<uint64_t>(f["copied_row_runs"]);
-          fr.copied_row_reads = nb::cast<uint64_t>(f["copied_row_reads"]);
+          fr.copied_row_runs = count(f, "copied_row_runs");
+          fr.copied_row_reads = count(f, "copied_row_reads");
           r.files.push_back(std::move(fr));
         }
         return internal::CountedNotes(r);

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from . import _errors, _native
-from .report import LoadReport
+from .report import LoadReport, add_counts, counted_notes, uncounted_notes
 
 DEFAULT_GROUP_TIMEOUT_S = 300.0
 # What a rank of a group load can be refused for before the load (bad input,
@@ -136,7 +136,7 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
          "open_seconds": 0.0,
          "alloc_seconds": 0.0, "transfer_seconds": extra_seconds,
          "staging_bytes": 0, "device_bytes": 0, "threads": 0, "files": [],
-         "notes": []}
+         "counts": {}, "notes": []}
     texts = []
     for r in reports:
         d["bytes_read"] += r.bytes_read or 0
@@ -150,7 +150,8 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
         d["device_bytes"] += r.device_bytes or 0
         d["threads"] = max(d["threads"], r.threads or 0)
         d["files"] += [f.as_dict() for f in r.files]
-        d["notes"] += r.notes
+        add_counts(d["counts"], r.counts)
+        d["notes"] += uncounted_notes(r)  # the counted ones: once, below
         texts.append(str(r))
     over = d["bytes_read"] - delivered
     notes = notes + [f"tp: read {d['bytes_read']} bytes for {delivered} "
@@ -158,7 +159,7 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
                      f"granularity)" if over >= 0 else
                      f"tp: read {d['bytes_read']} bytes, received "
                      f"{-over} more from the group"]
-    d["notes"] = notes + d["notes"]
+    d["notes"] = notes + d["notes"] + counted_notes(d)
     d["gb_per_s"] = delivered / seconds / 1e9 if seconds else 0.0
     d["text"] = "\n".join(
         [f"tensor-parallel load on {device}: {tensors} tensors, {delivered} "

@@ -78,9 +78,8 @@ class LoadReport:
             return None
         if len(reports) == 1 and not files_by_path:
             return reports[0]
-        from . import _native
         d = reports[0].as_dict()
-        d["notes"] = _uncounted(reports[0], _native)
+        d["notes"] = uncounted_notes(reports[0])
         for r in reports[1:]:
             for k in ("tensors", "bytes", "bytes_read", "seconds",
                       "setup_seconds", "open_seconds", "alloc_seconds",
@@ -88,15 +87,12 @@ class LoadReport:
                 d[k] += getattr(r, k)
             d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes)
             d["files"] += [f.as_dict() for f in r.files]
-            for k, v in r.counts.items():
-                d["counts"][k] = (max(d["counts"].get(k, 0), v)
-                                  if k == "slice_read_cost_bytes"
-                                  else d["counts"].get(k, 0) + v)
-            d["notes"] += _uncounted(r, _native)
+            add_counts(d["counts"], r.counts)
+            d["notes"] += uncounted_notes(r)
             d["device"] += "," + r.device
         if files_by_path:
             d["files"] = _files_by_path(d["files"])
-        d["notes"] += _native.counted_notes(d)
+        d["notes"] += counted_notes(d)
         d["gb_per_s"] = d["bytes"] / d["seconds"] / 1e9 if d["seconds"] else 0
         d["text"] = "\n".join(str(r) for r in reports)
         return LoadReport(d)
@@ -121,9 +117,25 @@ class LoadReport:
                 f"{self.device}>")
 
 
-def _uncounted(report: LoadReport, native) -> List[str]:
-    """REPORT's notes but those its counts say (native.counted_notes)."""
-    counted = set(native.counted_notes(report.as_dict()))
+def add_counts(into: Dict[str, int], part: Dict[str, int]) -> None:
+    """Adds PART's counts (a report's ``counts``) to INTO: sums, but for
+    ``slice_read_cost_bytes``, a weight, the largest."""
+    for k, v in part.items():
+        into[k] = (max(into.get(k, 0), v) if k == "slice_read_cost_bytes"
+                   else into.get(k, 0) + v)
+
+
+def counted_notes(d: Dict[str, Any]) -> List[str]:
+    """The notes the counts of report dict D say (its ``counts``, its files'
+    copied row runs, its ``bytes``), worded as the C++ loaders word them."""
+    from . import _native
+    return _native.counted_notes(d)
+
+
+def uncounted_notes(report: LoadReport) -> List[str]:
+    """REPORT's notes but those its counts say: for a report made of
+    several, which says those once for the whole (counted_notes)."""
+    counted = set(counted_notes(report.as_dict()))
     return [n for n in report.notes if n not in counted]
 
 

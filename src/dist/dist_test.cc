@@ -748,6 +748,13 @@ TEST(NcclPublic, IdsTravelAsHexAndBadInputIsRefused) {
               std::string::npos)
         << g.status().ToString();
   }
+  for (auto t : {milliseconds(0), milliseconds::max()}) {
+    EXPECT_NE(JoinNcclGroup(id, 0, 1, 0, t)
+                  .status()
+                  .message()
+                  .find("want 1 ms to 7 days"),
+              std::string::npos);
+  }
   auto made = MakeNcclId();
   if (!NcclLib::Get().ok()) {
     EXPECT_EQ(made.status().code(), StatusCode::kUnsupported);

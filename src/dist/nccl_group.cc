@@ -81,6 +81,14 @@ StatusOr<std::unique_ptr<GroupTransport>> JoinNcclGroup(
         "JoinNcclGroup: rank " + std::to_string(rank) + " of " +
         std::to_string(size) + " (want 0 <= rank < size)");
   }
+  // The deadlines are now + TIMEOUT on the steady clock: a week keeps them
+  // far inside its range (milliseconds::max() would overflow).
+  if (timeout < std::chrono::milliseconds(1) ||
+      timeout > std::chrono::hours(7 * 24)) {
+    return Status::InvalidArgument("JoinNcclGroup: timeout " +
+                                   std::to_string(timeout.count()) +
+                                   " ms (want 1 ms to 7 days)");
+  }
   if (device < 0) {
     return Status::InvalidArgument("JoinNcclGroup: device " +
                                    std::to_string(device));

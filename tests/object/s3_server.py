@@ -184,6 +184,8 @@ def serve(argv: list[str]) -> int:
     ap.add_argument("--upload", nargs=2, action="append", default=[],
                     metavar=("DIR", "BUCKET/PREFIX"))
     args = ap.parse_args(argv)
+    # SIGTERM stops the server too (the with block's exit), not only us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     with SeaweedS3(public_buckets=()) as server:
         for local, where in args.upload:
             bucket, _, prefix = where.partition("/")

@@ -104,6 +104,13 @@ def test_one_load_many_requests_and_the_report(big_file):
     assert (c["slices"], c["strided_slices"], c["strided_rows"],
             c["row_run_slices"], c["row_run_reads"]) == (3, 1, 257, 1, 3), c
     assert c["slice_bytes_read"] > c["slice_bytes_selected"] > 0, c
+    # What Python says of counts (LoadReport.merge) is what C++ said.
+    from weightlift import _native
+    rep = weightlift.last_report()
+    said = _native.counted_notes(rep.as_dict())
+    assert said and set(said) <= set(rep.notes), (said, rep.notes)
+    with pytest.raises(TypeError, match="'slices' must be a count"):
+        _native.counted_notes(dict(rep.as_dict(), counts={"slices": -1}))
 
 
 def test_o_direct_weighs_each_read(tmp_path):

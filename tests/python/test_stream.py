@@ -217,6 +217,10 @@ def test_group_mode_ranks_split_the_reading(sharded, tmp_path, world, plan):
         assert r["bytes_read"] < total
         assert r["peak"] <= r["bound"]
         assert any(n.startswith("group: rank") for n in r["notes"])
+        # The windows' counted notes are said once for the stream.
+        assert sum(n.startswith("slices: ") for n in r["notes"]) <= 1, \
+            r["notes"]
+        assert sum("bounce buffer" in n for n in r["notes"]) <= 1, r["notes"]
         # Every window's group load ran on the stream's one loader, whose
         # creation the report counts, within its seconds, once the rank
         # read something with it (a rank may read nothing at all here).

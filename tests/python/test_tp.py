@@ -119,6 +119,12 @@ def test_slice_mode_is_tensor_split_bit_for_bit(ckpt, n):
             got.report.bytes_read, share, got.report.notes)
         assert any(f"for {share} delivered ({overhead:+d} bytes" in x
                    for x in got.report.notes), got.report.notes
+        # The split tensors came as slices, counted (report.counts) and
+        # said once.
+        if n > 1:
+            assert got.report.counts["slices"] > 0, got.report.counts
+            assert sum(x.startswith("slices: ") for x in got.report.notes) \
+                == 1, got.report.notes
 
 
 def _check_parts(got, want):
@@ -286,12 +292,13 @@ def test_bad_tp_arguments_are_clear_errors(ckpt):
 
 
 _BAD_GROUP_TIMEOUTS = r"""
-import datetime, socket, sys
+import datetime, os, sys, tempfile
 import torch.distributed as dist
 import weightlift
-s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
-s.close()
-dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+# A file store: a free port found by binding and closing can be taken by
+# another process before the group binds it (seen under a parallel run).
+store = os.path.join(tempfile.mkdtemp(), "store")
+dist.init_process_group("gloo", init_method=f"file://{store}",
                         rank=0, world_size=1,
                         timeout=datetime.timedelta(seconds=30))
 calls = {"load_checkpoint": lambda t: weightlift.load_checkpoint(

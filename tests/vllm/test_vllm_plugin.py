@@ -6,6 +6,7 @@ rank."""
 import importlib.metadata
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -102,13 +103,23 @@ def s3_models(ckpt):
          "serve", "--upload", ckpt, "models/tiny_llama"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        ready, _, _ = select.select([server.stdout], [], [], 300)
+        assert ready, "s3_server.py serve: no endpoint after 300 s"
         line = server.stdout.readline()
         assert line, f"{dev_python} s3_server.py serve exited with " \
             f"{server.wait(60)} (make deps makes the development venv)"
         yield json.loads(line)
     finally:
-        server.stdin.close()
-        server.wait(60)
+        server.stdin.close()  # it stops the server and exits
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            server.terminate()  # SIGTERM: it still stops weed
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def test_object_storage_model_weights(vllm_world, ckpt, s3_models,
