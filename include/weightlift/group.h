@@ -98,7 +98,9 @@ struct GroupLoadRequest {
   bool tensor_parallel = false;
   TensorParallel tp;
   uint64_t allgather_min_bytes = 4u << 20;  // see GroupPlanOptions
-  uint64_t batch_bytes = 256u << 20;
+  // Bytes of tensors per batch; 0: automatic (about 8 batches, none under
+  // 256 MiB: each batch has a fixed cost, src/plan/group_plan.h).
+  uint64_t batch_bytes = 0;
   // The tensors to load, by name (checkpoint order whatever the order
   // here); empty: every tensor. Every rank must name the same ones.
   std::vector<std::string> names;

@@ -43,7 +43,10 @@ GroupPlan PlanSteps(std::span<const TensorInfo> tensors,
   plan.size = size;
   plan.bytes_read_per_rank.assign(static_cast<size_t>(size), 0);
   plan.steps.resize(tensors.size());
-  const uint64_t batch_bytes = std::max<uint64_t>(options.batch_bytes, 1);
+  uint64_t total = 0;
+  for (const TensorInfo& t : tensors) total += t.size;
+  const uint64_t batch_bytes =
+      options.batch_bytes > 0 ? options.batch_bytes : AutoBatchBytes(total);
 
   // Cut batches in tensor order by bytes; then balance each batch's
   // broadcast owners (largest first, onto the rank with the fewest bytes in
@@ -126,6 +129,11 @@ struct Fnv {
 };
 
 }  // namespace
+
+uint64_t AutoBatchBytes(uint64_t total) {
+  return std::max(kMinAutoBatchBytes,
+                  (total + kAutoBatches - 1) / kAutoBatches);
+}
 
 GroupPlan PlanFullGroup(std::span<const TensorInfo> tensors, int size,
                         const GroupPlanOptions& options) {

@@ -50,8 +50,19 @@ struct GroupPlanOptions {
   // False when the executor cannot read part of a tensor: then every
   // non-local tensor is broadcast whole.
   bool partial_reads = true;
-  uint64_t batch_bytes = 256u << 20;
+  // 0: automatic (AutoBatchBytes). Each batch costs a load's start and
+  // drain and a status exchange: on one H200, Llama-2-7B in a group of one
+  // took 263 ms plain, 303 / 314 / 362 / 505 ms in 4 / 13 / 45 / 163 batches
+  // (bench/results/2026-12-05-h200-session16, call D), while the overlap of
+  // reads and collectives wants only a few.
+  uint64_t batch_bytes = 0;
 };
+
+// The automatic batch size for tensors of TOTAL bytes: about
+// kAutoBatches batches, none under kMinAutoBatchBytes.
+inline constexpr uint64_t kAutoBatches = 8;
+inline constexpr uint64_t kMinAutoBatchBytes = 256u << 20;
+uint64_t AutoBatchBytes(uint64_t total);
 
 struct GroupPlan {
   int size = 1;

@@ -188,7 +188,7 @@ TEST(GroupFingerprint, ChangesWithPlanCheckpointAndContentNotRank) {
   // Ranks that would batch or split differently (their collectives would
   // not match) disagree too.
   GroupPlanOptions batches = kOpts;
-  batches.batch_bytes /= 2;
+  batches.batch_bytes = 128u << 20;  // not the automatic size
   EXPECT_NE(GroupFingerprint(ts, files, true, tp, batches, kSample), base);
   GroupPlanOptions gathers = kOpts;
   gathers.allgather_min_bytes = 1;
@@ -196,6 +196,26 @@ TEST(GroupFingerprint, ChangesWithPlanCheckpointAndContentNotRank) {
   GroupPlanOptions whole = kOpts;
   whole.partial_reads = false;
   EXPECT_NE(GroupFingerprint(ts, files, true, tp, whole, kSample), base);
+}
+
+// The automatic batch size (batch_bytes 0): about kAutoBatches batches of
+// a large checkpoint, none under kMinAutoBatchBytes for a small one.
+TEST(GroupPlanTest, AutomaticBatchesAreFewAndNotSmall) {
+  EXPECT_EQ(AutoBatchBytes(0), kMinAutoBatchBytes);
+  EXPECT_EQ(AutoBatchBytes(1u << 30), kMinAutoBatchBytes);
+  EXPECT_EQ(AutoBatchBytes(13476831232ull), 1684603904ull);  // Llama-2-7B / 8
+  // 64 tensors of 256 MiB (16 GiB): 8 batches of 8.
+  std::vector<TensorInfo> big;
+  for (int i = 0; i < 64; ++i) {
+    big.push_back(Tensor("t" + std::to_string(i), {8192, 16384}, DType::kBF16,
+                         static_cast<uint64_t>(i) << 28));
+  }
+  GroupPlanOptions automatic;
+  ASSERT_EQ(automatic.batch_bytes, 0u);
+  EXPECT_EQ(PlanFullGroup(big, 4, automatic).batches, 8u);
+  // A small checkpoint is one batch.
+  std::vector<TensorInfo> small(big.begin(), big.begin() + 1);
+  EXPECT_EQ(PlanFullGroup(small, 4, automatic).batches, 1u);
 }
 
 }  // namespace

@@ -24,10 +24,13 @@ def timed(**kw):
     del sd
     return w, r
 
-for label, bb in (("plain", None), ("4096", 4 << 30), ("1024", 1 << 30),
-                  ("256", 256 << 20), ("64", 64 << 20)):
+sizes = (("plain", None), ("4096", 4 << 30), ("1024", 1 << 30),
+         ("256", 256 << 20), ("64", 64 << 20))
+if sys.argv[2:] == ["auto"]:  # main's automatic size against 256 MiB
+    sizes = (("plain", None), ("auto", 0), ("256", 256 << 20), ("auto", 0))
+for label, bb in sizes:
     kw = {}
-    if bb:
+    if bb is not None:
         _group.BATCH_BYTES = bb
         kw = dict(process_group=dist.group.WORLD)
     timed(**kw)
