@@ -136,7 +136,6 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   const auto t = Clock::now();
   const size_t num_routes = routing.routes.size();
   std::vector<std::vector<Segment>> segments(num_routes);
-  PlacementStats placement;
   std::vector<Segment> placed;
   for (size_t k = 0; k < sels.size(); ++k) {
     const TensorSelection& sel = sels[k];
@@ -159,11 +158,11 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
                       : 0;
     if (route.strided) {
       PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po,
-                     &segments[fr.route], &placement);
+                     &segments[fr.route], &report->counts);
     } else {
       placed.clear();
       PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po, &placed,
-                     &placement);
+                     &report->counts);
       for (const Segment& s : placed) AppendRows(s, &segments[fr.route]);
     }
   }
@@ -250,7 +249,6 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   done.Finish();
   report->tensors = sels.size();
   report->bytes = done.delivered();
-  AddPlacement(placement, &report->counts);
   target_->EndLoad(stats, report);
   AppendCountedNotes(report);
   return Status::OK();

@@ -93,18 +93,4 @@ void AddCounts(const ReadCounts& part, ReadCounts* into) {
   }
 }
 
-void AddPlacement(const PlacementStats& placed, ReadCounts* into) {
-  ReadCounts c;
-  c.slices = placed.slices;
-  c.contiguous_slices = placed.contiguous;
-  c.row_run_slices = placed.row_runs;
-  c.row_run_reads = placed.run_reads;
-  c.strided_slices = placed.strided;
-  c.strided_rows = placed.strided_rows;
-  c.slice_bytes_selected = placed.selected_bytes;
-  c.slice_bytes_read = placed.moved_bytes;
-  c.slice_read_cost_bytes = placed.read_cost_bytes;
-  AddCounts(c, into);
-}
-
 }  // namespace weightlift::internal

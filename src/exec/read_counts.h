@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "plan/selection.h"
 #include "weightlift/report.h"
 
 namespace weightlift::internal {
@@ -26,8 +25,5 @@ void RemoveCountedNotes(LoadReport* r);
 
 // Adds PART's counts to INTO's (slice_read_cost_bytes: the larger).
 void AddCounts(const ReadCounts& part, ReadCounts* into);
-
-// Adds a load's placed slices (PlaceSelection's totals) to INTO.
-void AddPlacement(const PlacementStats& placed, ReadCounts* into);
 
 }  // namespace weightlift::internal

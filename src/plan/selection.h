@@ -32,6 +32,7 @@
 
 #include "plan/plan.h"
 #include "weightlift/checkpoint.h"
+#include "weightlift/report.h"
 #include "weightlift/request.h"
 #include "weightlift/status.h"
 
@@ -90,25 +91,12 @@ struct PlaceOptions {
 uint64_t RowRunsCost(const RowBlock& b, const PlaceOptions& o);
 uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o);
 
-// Totals of one or more placed selections, for the report (its ReadCounts;
-// exec/read_counts.h says them in words).
-struct PlacementStats {
-  uint64_t contiguous = 0;  // blocks placed as one range
-  uint64_t row_runs = 0;    // blocks placed as row runs
-  uint64_t run_reads = 0;   // ... and their reads
-  uint64_t strided = 0;     // blocks placed with strided copies
-  uint64_t strided_rows = 0;
-  uint64_t selected_bytes = 0;   // bytes of sliced (not whole) requests
-  uint64_t moved_bytes = 0;      // ... and the bytes their placement moves,
-                                 // aligned to the granularity
-  uint64_t slices = 0;           // requests that are real slices
-  uint64_t read_cost_bytes = 0;  // the largest per-read cost weighed
-};
-
 // Appends to SEGMENTS the segments that move SEL into DST (the selection's
-// bytes back to back) as request tensor REQUEST. Adds to STATS.
+// bytes back to back) as request tensor REQUEST. Adds its placement to
+// STATS' slice counts (the report's; exec/read_counts.h says them in
+// words).
 void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
                     const PlaceOptions& options, std::vector<Segment>* segments,
-                    PlacementStats* stats);
+                    ReadCounts* stats);
 
 }  // namespace weightlift::internal

@@ -181,11 +181,11 @@ TEST(PlaceSelectionTest, ChoosesFewerBytesAtTheGranularity) {
   EXPECT_EQ(StridedCost(sel->blocks[0], direct),
             RowRunsCost(sel->blocks[0], direct));
   std::vector<Segment> segs;
-  PlacementStats stats;
+  ReadCounts stats;
   PlaceSelection(*sel, 0x10000, 0, direct, &segs, &stats);
   ASSERT_EQ(segs.size(), 1u);
   EXPECT_EQ(segs[0].rows, 4096u);
-  EXPECT_EQ(stats.strided, 1u);
+  EXPECT_EQ(stats.strided_slices, 1u);
   EXPECT_EQ(stats.strided_rows, 4096u);
   // Columns of rows longer than a block: row by row reads fewer blocks.
   TensorInfo wide = Tensor({4096, 11008}, 2, 8);
@@ -193,31 +193,31 @@ TEST(PlaceSelectionTest, ChoosesFewerBytesAtTheGranularity) {
   auto sel2 = SelectSlice(wide, 0, 16, half);
   ASSERT_TRUE(sel2.ok());
   segs.clear();
-  PlacementStats stats2;
+  ReadCounts stats2;
   PlaceSelection(*sel2, 0x10000, 0, direct, &segs, &stats2);
   // One gather segment: the planner reads its rows one by one.
   ASSERT_EQ(segs.size(), 1u);
   EXPECT_TRUE(segs[0].gather);
   EXPECT_EQ(segs[0].rows, 4096u);
-  EXPECT_EQ(stats2.row_runs, 1u);
-  EXPECT_EQ(stats2.run_reads, 4096u);
-  EXPECT_LT(stats2.moved_bytes, wide.size / 2);
+  EXPECT_EQ(stats2.row_run_slices, 1u);
+  EXPECT_EQ(stats2.row_run_reads, 4096u);
+  EXPECT_LT(stats2.slice_bytes_read, wide.size / 2);
   // Buffered (granularity 1): only the selected bytes move, row by row.
   segs.clear();
-  PlacementStats stats3;
+  ReadCounts stats3;
   PlaceSelection(*sel, 0x10000, 0, PlaceOptions{1, 8u << 20, 0}, &segs,
                  &stats3);
   ASSERT_EQ(segs.size(), 1u);
   EXPECT_TRUE(segs[0].gather);
-  EXPECT_EQ(stats3.moved_bytes, sel->bytes);
-  EXPECT_EQ(stats3.selected_bytes, sel->bytes);
+  EXPECT_EQ(stats3.slice_bytes_read, sel->bytes);
+  EXPECT_EQ(stats3.slice_bytes_selected, sel->bytes);
   // Without staging (GDS) a strided copy is impossible: always row runs.
   segs.clear();
-  PlacementStats stats4;
+  ReadCounts stats4;
   PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 0, 0}, &segs, &stats4);
   ASSERT_EQ(segs.size(), 1u);
   EXPECT_TRUE(segs[0].gather);
-  EXPECT_EQ(stats4.row_runs, 1u);
+  EXPECT_EQ(stats4.row_run_slices, 1u);
 }
 
 // A tensor-parallel rank's row-parallel part at n = 8: 1 KiB of every 8 KiB
@@ -231,19 +231,19 @@ TEST(PlaceSelectionTest, AReadsOwnCostTurnsShortRunsIntoACoveringRead) {
   auto sel = SelectSlice(t, 0, 16, part);
   ASSERT_TRUE(sel.ok());
   std::vector<Segment> segs;
-  PlacementStats bytes_only;
+  ReadCounts bytes_only;
   PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 8u << 20, 0}, &segs,
                  &bytes_only);
-  EXPECT_EQ(bytes_only.row_runs, 1u);
-  EXPECT_EQ(bytes_only.read_cost_bytes, 0u);
+  EXPECT_EQ(bytes_only.row_run_slices, 1u);
+  EXPECT_EQ(bytes_only.slice_read_cost_bytes, 0u);
   segs.clear();
-  PlacementStats weighed;
+  ReadCounts weighed;
   PlaceSelection(*sel, 0x10000, 0, PlaceOptions{4096, 8u << 20, 32u << 10},
                  &segs, &weighed);
   ASSERT_EQ(segs.size(), 1u);
   EXPECT_FALSE(segs[0].gather);
-  EXPECT_EQ(weighed.strided, 1u);
-  EXPECT_EQ(weighed.read_cost_bytes, 32u << 10);
+  EXPECT_EQ(weighed.strided_slices, 1u);
+  EXPECT_EQ(weighed.slice_read_cost_bytes, 32u << 10);
 }
 
 // Random tensors, random slices, every placement: the bytes the plan
@@ -284,7 +284,7 @@ TEST(PlaceSelectionTest, RandomSlicesMatchReferenceGather) {
     po.max_chunk_bytes = uni(0, 3) == 0 ? 0 : uni(3, 64) * po.granularity;
     po.read_cost_bytes = uni(0, 1) ? uni(0, 1) << 15 : uni(0, 100);
     std::vector<Segment> segs;
-    PlacementStats stats;
+    ReadCounts stats;
     const uint64_t dst_at = uni(0, 8192);
     PlaceSelection(*sel, kBase + dst_at, 0, po, &segs, &stats);
     PlanFile pf{file.size(), po.granularity, uni(0, 1) == 0};
@@ -380,18 +380,18 @@ TEST(PlaceSelectionTest, PlacingMillionsOfRowRunsDoesNotWalkThem) {
     PlaceOptions o;
     o.granularity = g;
     std::vector<Segment> segments;
-    PlacementStats stats;
+    ReadCounts stats;
     const auto t = std::chrono::steady_clock::now();
     PlaceSelection(sel, 0, 0, o, &segments, &stats);
     const double ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - t)
                           .count();
-    EXPECT_EQ(stats.row_runs, 224u);
+    EXPECT_EQ(stats.row_run_slices, 224u);
     const auto [bytes, reads] = WalkedRuns(sel.blocks[0], g);
-    EXPECT_EQ(stats.run_reads, 224u * reads);
-    EXPECT_EQ(stats.moved_bytes, 224u * bytes);
+    EXPECT_EQ(stats.row_run_reads, 224u * reads);
+    EXPECT_EQ(stats.slice_bytes_read, 224u * bytes);
     if (g == 1) {
-      EXPECT_EQ(stats.moved_bytes, sel.bytes);
+      EXPECT_EQ(stats.slice_bytes_read, sel.bytes);
     }
     EXPECT_LT(ms, 5.0) << "placing 1.4 million row runs took " << ms << " ms";
   }
