@@ -41,8 +41,9 @@ class LoadReport:
     ``gb_per_s``, ``files`` (list of FileReport), ``counts`` (how the reads
     were made, by name: ``direct_reads``, ``bounced_reads``, ``slices``,
     ``slice_bytes_read``, ... as the C++ ReadCounts; the notes say the same
-    in words), ``notes`` (fallbacks and warnings) and ``options`` (the options in effect, a dict keyed like
-    ``default_options()``; sizes in bytes, 0 = automatic). ``load_into``
+    in words), ``notes`` (fallbacks and warnings) and ``options`` (the
+    options in effect, a dict keyed like ``default_options()``; sizes in
+    bytes, 0 = automatic). ``load_into``
     adds ``missing_keys`` and ``unexpected_keys``.
     ``str(report)`` is the C++ LoadReport::ToString() text.
     """
@@ -141,9 +142,9 @@ def uncounted_notes(report: LoadReport) -> List[str]:
 
 def _files_by_path(files: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """One entry per path, in first-seen order: bytes and copied row runs
-    added up, each path taken said once with its first reason. Entries of files a
-    load did not read (a window's report lists every file; those it did not
-    read say "none") are left out."""
+    added up, each path taken said once with its first reason. Entries of
+    files a load did not read (a window's report lists every file; those it
+    did not read say "none") are left out."""
     seen: Dict[str, Dict[str, Any]] = {}
     for f in files:
         if f["bytes"] == 0 and f["path_taken"] == "none":

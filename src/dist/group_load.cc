@@ -164,12 +164,10 @@ void AddReads(const LoadReport& part, LoadReport& into) {
   into.threads = std::max(into.threads, part.threads);
   AddFiles(part.files, into.files);
   internal::AddCounts(part.counts, &into.counts);
-  const std::vector<std::string> counted = internal::CountedNotes(part);
-  for (const std::string& note : part.notes) {
-    if (std::find(counted.begin(), counted.end(), note) == counted.end() &&
-        std::find(into.notes.begin(), into.notes.end(), note) ==
-            into.notes.end()) {
-      into.notes.push_back(note);
+  for (std::string& note : internal::UncountedNotes(part)) {
+    if (std::find(into.notes.begin(), into.notes.end(), note) ==
+        into.notes.end()) {
+      into.notes.push_back(std::move(note));
     }
   }
 }
@@ -188,9 +186,9 @@ class BatchReads {
     thread_ = std::thread([this, &loader, &ckpt] {
       if (!reads_.empty()) {
         const Checkpoint parts = reads_.ToCheckpoint(ckpt);
-        status_ = loader.LoadInto(parts, reads_.Destinations(), &report_);
-        // Its counts are said once for the whole group load (AddReads).
-        internal::RemoveCountedNotes(&report_);
+        LoadReport read;
+        status_ = loader.LoadInto(parts, reads_.Destinations(), &read);
+        AddReads(read, report_);
       }
       if (status_.ok() && !slices_.empty()) {
         StatusOr<LoadResult> got = loader.LoadSlices(ckpt, slices_);

@@ -77,11 +77,15 @@ void AppendCountedNotes(LoadReport* r) {
   for (std::string& n : CountedNotes(*r)) r->notes.push_back(std::move(n));
 }
 
-void RemoveCountedNotes(LoadReport* r) {
-  const std::vector<std::string> counted = CountedNotes(*r);
-  std::erase_if(r->notes, [&](const std::string& n) {
-    return std::find(counted.begin(), counted.end(), n) != counted.end();
-  });
+std::vector<std::string> UncountedNotes(const LoadReport& r) {
+  const std::vector<std::string> counted = CountedNotes(r);
+  std::vector<std::string> out;
+  for (const std::string& n : r.notes) {
+    if (std::find(counted.begin(), counted.end(), n) == counted.end()) {
+      out.push_back(n);
+    }
+  }
+  return out;
 }
 
 void AddCounts(const ReadCounts& part, ReadCounts* into) {

@@ -19,9 +19,9 @@ std::vector<std::string> CountedNotes(const LoadReport& r);
 // Appends CountedNotes(*R) to R->notes; loaders call it once, at the end.
 void AppendCountedNotes(LoadReport* r);
 
-// Removes from R->notes the ones CountedNotes(*R) says: for a report whose
-// counts will be added to others' and said for the whole.
-void RemoveCountedNotes(LoadReport* r);
+// R's notes but those CountedNotes(R) says: for a report whose counts
+// are added to others' and said once for the whole.
+std::vector<std::string> UncountedNotes(const LoadReport& r);
 
 // Adds PART's counts to INTO's (slice_read_cost_bytes: the larger).
 void AddCounts(const ReadCounts& part, ReadCounts* into);
