@@ -2,7 +2,8 @@
 // with a real model's layout once, load it into the best device here, and
 // compare with a naive loader on the same files in the same run. Without
 // --layout it picks the largest layout that fits the machine: the disk it
-// needs, and a peak RSS under a quarter of the machine's memory.
+// needs, and a peak RSS under a quarter of the machine's memory and under
+// what is available now (demo_fit.h).
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "cuda/device_available.h"
+#include "demo_fit.h"
 #include "format/synth.h"
 #include "synth_cache.h"
 
@@ -29,13 +31,6 @@ struct DemoArgs {
   std::string cache;
   std::string device;  // empty: best present
 };
-
-uint64_t PhysicalMemoryBytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-}
 
 void PrintMode(const bench::BenchReport& r, bench::Mode mode,
                const char* title) {
@@ -140,36 +135,38 @@ int Run(const DemoArgs& args) {
     device_why = "asked for with --device";
   }
   const bool cuda = device_text.rfind("cuda", 0) == 0;
-  const uint64_t mem = PhysicalMemoryBytes();
-  const uint64_t budget = mem / 4;
+  const MachineMemory memory = ReadMachineMemory();
+  const uint64_t mem = memory.total;
+  const uint64_t budget = DemoMemoryBudget(memory);
   std::vector<std::string> fit_notes;
   LayoutNeeds chosen;
   if (args.layout == "auto") {
-    bool found = false;
     // Largest first; tiny (a few MB) fits anything.
+    std::vector<LayoutNeeds> needs;
+    std::vector<DemoCandidate> candidates;
     for (const char* layout : {"llama2-7b", "tinyllama-1.1b", "tiny"}) {
       StatusOr<LayoutNeeds> n = Needs(layout, args.cache, cuda);
       if (!n.ok()) return ReportError(n.status());
-      const bool fits_mem = mem == 0 || n->peak_rss <= budget;
-      if ((fits_mem && n->fits_disk()) || std::string(layout) == "tiny") {
-        chosen = *n;
-        found = true;
-        break;
-      }
-      fit_notes.push_back("passed over " + Describe(*n) + ": " +
-                          (fits_mem ? std::string("not enough free disk")
-                                    : "over a quarter of this machine's " +
-                                          FormatBytes(mem) + " of memory"));
+      candidates.push_back({n->layout, n->peak_rss, n->fits_disk()});
+      needs.push_back(*std::move(n));
     }
-    if (!found) return ReportError(Status::Internal("no demo layout"));
+    std::vector<std::string> passed_over;
+    const size_t pick = PickDemoLayout(candidates, memory, &passed_over);
+    chosen = needs[pick];
+    for (size_t i = 0; i < passed_over.size(); ++i) {
+      fit_notes.push_back("passed over " + Describe(needs[i]) + ": " +
+                          passed_over[i]);
+    }
   } else {
     StatusOr<LayoutNeeds> n = Needs(args.layout, args.cache, cuda);
     if (!n.ok()) return ReportError(n.status());
     chosen = *n;
-    if (mem != 0 && chosen.peak_rss > budget) {
+    if (budget != 0 && chosen.peak_rss > budget) {
       fit_notes.push_back(
           chosen.layout + " needs about " + FormatBytes(chosen.peak_rss) +
-          " of memory, over a quarter of this machine's " + FormatBytes(mem));
+          " of memory, over the demo's budget here (" + FormatBytes(budget) +
+          ": a quarter of the memory, at most what is "
+          "available now)");
     }
   }
   std::fprintf(stderr, "demo: %s\n", Describe(chosen).c_str());
@@ -269,8 +266,9 @@ int Run(const DemoArgs& args) {
   }
   for (const std::string& n : r->notes) notes.push_back(n);
   std::printf(
-      "\npeak RSS %s (estimated beforehand: %s; a quarter of this "
-      "machine's memory: %s).\nCeilings and more baselines: weightlift "
+      "\npeak RSS %s (estimated beforehand: %s; the budget, a quarter "
+      "of this machine's memory and at most what was available: %s).\n"
+      "Ceilings and more baselines: weightlift "
       "bench %s --device %s\n",
       FormatBytes(r->peak_rss_end).c_str(),
       FormatBytes(chosen.peak_rss).c_str(), FormatBytes(budget).c_str(),
@@ -297,7 +295,7 @@ Command AddDemo(CLI::App& parent) {
                   "model layout; auto: the largest of llama2-7b, "
                   "tinyllama-1.1b and tiny whose checkpoint fits the free "
                   "disk and whose demo stays under a quarter of the "
-                  "machine's memory")
+                  "machine's memory and under the memory available now")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
   app->add_option("--cache", args->cache,

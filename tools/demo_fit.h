@@ -1,0 +1,41 @@
+// Which synthetic layout `weightlift demo` can afford here: the machine's
+// memory (total and available now) and each candidate's disk and memory
+// needs, kept apart from the command so the choice can be tested with any
+// machine's numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weightlift::cli {
+
+// Bytes of memory; 0 where unknown.
+struct MachineMemory {
+  uint64_t total = 0;      // physical memory
+  uint64_t available = 0;  // MemAvailable: what can be had without swapping
+};
+
+// This machine's: sysconf for the total, /proc/meminfo for the available.
+MachineMemory ReadMachineMemory();
+
+// The most the demo may use: a quarter of the total, and no more than is
+// available now (so a busy machine gets a smaller layout, not swapping).
+// 0 when neither is known.
+uint64_t DemoMemoryBudget(const MachineMemory& m);
+
+struct DemoCandidate {
+  std::string layout;
+  uint64_t peak_rss = 0;  // the demo's estimated peak memory
+  bool fits_disk = false;
+};
+
+// The index of the first of CANDIDATES (largest first) that fits BUDGET (0:
+// unknown, anything fits) and the disk; the last one when none does (the
+// smallest, a few MB, runs anywhere). Says in PASSED_OVER why each one
+// before it was left out.
+size_t PickDemoLayout(const std::vector<DemoCandidate>& candidates,
+                      const MachineMemory& memory,
+                      std::vector<std::string>* passed_over);
+
+}  // namespace weightlift::cli
