@@ -26,7 +26,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config git \
   libbenchmark-dev libssl-dev libcurl4-openssl-dev clang clang-format libclang-rt-14-dev \
   python3 python3-dev python3-venv python3-numpy python3-torch fio
 
-.PHONY: all deps deps-apt deps-python deps-carry build python-path demo \
+.PHONY: all deps deps-apt deps-python deps-carry peer-wheels build python-path demo \
   test test-cpp test-python skip-report fuzz format-check format bench \
   microbench clean test-vllm test-sanitize test-asan test-tsan
 
@@ -59,6 +59,18 @@ deps-carry: deps-apt
 	cp -r /usr/include/CLI .deps/include/
 	cp -r /usr/include/liburing /usr/include/liburing.h .deps/include/
 	cp /usr/lib/x86_64-linux-gnu/liburing.a .deps/lib/
+
+# The peers bench/compare.py measures, as wheels for the GPU machine's
+# Python (it has no registry): carried in .whl with a device call, and
+# installed there with `pip install --no-deps --target` (bench/h200_run.sh,
+# bench/results/2026-12-05-h200-session17/probes/gpu_s17b.sh).
+PEER_PYTHON ?= 3.12
+PEER_WHEELS = instanttensor==0.2.2 fastsafetensors==0.5.0 \
+  runai-model-streamer==0.17.1
+peer-wheels: deps-python
+	$(PY) -m pip download -q --no-deps --only-binary=:all: \
+	  --python-version $(PEER_PYTHON) --platform manylinux_2_28_x86_64 \
+	  -d .whl $(PEER_WHEELS)
 
 build: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja \

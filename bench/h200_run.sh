@@ -46,7 +46,8 @@
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
 # cold,warm,shm).
-# Carry `.deps` (CLI11, liburing) and `.whl` (fastsafetensors, runai
+# Carry `.deps` (CLI11, liburing: `make deps-carry`) and `.whl` (`make
+# peer-wheels`: fastsafetensors, runai
 # streamer, instanttensor wheels) with the call.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
