@@ -266,8 +266,8 @@ int Run(const DemoArgs& args) {
   }
   for (const std::string& n : r->notes) notes.push_back(n);
   std::printf(
-      "\npeak RSS %s (estimated beforehand: %s; the budget, a quarter "
-      "of this machine's memory and at most what was available: %s).\n"
+      "\npeak RSS %s (estimated beforehand: %s; budget: %s, a quarter "
+      "of this machine's memory and at most what was available).\n"
       "Ceilings and more baselines: weightlift "
       "bench %s --device %s\n",
       FormatBytes(r->peak_rss_end).c_str(),

@@ -636,14 +636,17 @@ class SynthTest(Fixture):
         self.assertRegex(out1, r"weightlift is [0-9.]+x the naive loader")
         self.assertIn("GB/s", out1)
         # The sizes it checked before generating, and the measured footprint
-        # against its estimate and the machine's quarter.
+        # against its estimate and the budget (a quarter of the memory, at
+        # most what was available).
         # (Byte counts in binary units, as every command prints them.)
         self.assertRegex(err1, r"demo: tiny: [0-9.]+ [KMG]iB on disk "
                                r"\([0-9.]+ [KMGT]iB free there\), peak "
                                r"memory about [0-9.]+ [KMG]iB")
         self.assertRegex(out1, r"peak RSS [0-9.]+ [KMG]iB \(estimated "
-                               r"beforehand: [0-9.]+ [KMG]iB; a quarter of "
-                               r"this machine's memory: [0-9.]+ [KMG]iB\)")
+                               r"beforehand: [0-9.]+ [KMG]iB; budget: "
+                               r"[0-9.]+ [KMG]iB, a quarter of this "
+                               r"machine's memory and at most what was "
+                               r"available\)")
         first = {p: os.stat(os.path.join(cache, p)).st_mtime_ns
                  for p in os.listdir(cache)}
         rc, out2, err2 = run("demo", "--layout", "tiny", "--cache", cache,
