@@ -4,7 +4,8 @@
 # size come from torchrun's RANK and WORLD_SIZE, its JSON report goes to
 # PREFIX_rankR.json.
 #
-#   torchrun --nproc-per-node N --no-python bench/cli_group_rank.sh \
+#   torchrun --standalone --nproc-per-node N --no-python \
+#       bench/cli_group_rank.sh \
 #       BIN CKPT ID_FILE PREFIX [more load flags]
 set -eu
 bin=$1 ckpt=$2 id=$3 prefix=$4

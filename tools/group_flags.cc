@@ -1,22 +1,16 @@
 #include "group_flags.h"
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
+#include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <thread>
 
+#include "nccl_id_file.h"
 #include "weightlift/nccl.h"
 
 namespace weightlift::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The environment's NAME as a rank number, or nullopt when unset.
 StatusOr<std::optional<int>> EnvRank(const char* name, const char* option) {
@@ -44,74 +38,6 @@ StatusOr<int> FromFlagOrEnv(int flag, const char* option, const char* name) {
   return *v;
 }
 
-// torchrun's id of this run (the same on every rank of it), or "".
-std::string RunId() {
-  const char* id = std::getenv("TORCHELASTIC_RUN_ID");
-  return id == nullptr ? "" : id;
-}
-
-// Rank 0: the id, then the run id, into PATH, whole or not at all
-// (written beside it, then renamed over it).
-Status WriteId(const std::string& path, const NcclId& id) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << NcclIdToHex(id) << "\n" << RunId() << "\n";
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return Status::IoError("--nccl-id " + path + ": cannot write " + tmp);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Status::IoError("--nccl-id " + path + ": rename: " + ec.message());
-  }
-  return Status::OK();
-}
-
-// The id in PATH if rank 0 of this run wrote it.
-StatusOr<NcclId> ReadId(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("not there yet");
-  std::string hex, run;
-  std::getline(in, hex);
-  std::getline(in, run);
-  if (!hex.empty() && hex.back() == '\r') hex.pop_back();
-  WL_ASSIGN_OR_RETURN(NcclId id, NcclIdFromHex(hex));
-  if (run != RunId()) {
-    return Status::InvalidArgument("it is run '" + run +
-                                   "''s (an earlier run's?), this is run '" +
-                                   RunId() + "'");
-  }
-  return id;
-}
-
-// The others: the id from PATH once rank 0 wrote it, within TIMEOUT_S.
-StatusOr<NcclId> WaitForId(const std::string& path, int rank,
-                           double timeout_s) {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeout_s));
-  Status last;
-  while (true) {
-    StatusOr<NcclId> id = ReadId(path);
-    if (id.ok()) return id;
-    last = id.status();
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  char waited[32];
-  std::snprintf(waited, sizeof waited, "%g", timeout_s);
-  return Status::IoError(
-      "rank " + std::to_string(rank) + ": no NCCL id in --nccl-id " + path +
-      " after " + waited + " s (is rank 0 running with the same --nccl-id?)" +
-      (last.code() == StatusCode::kNotFound ? "" : "; " + last.ToString()));
-}
-
 }  // namespace
 
 void AddGroupFlags(CLI::App* app, GroupFlags* flags) {
@@ -135,6 +61,14 @@ void AddGroupFlags(CLI::App* app, GroupFlags* flags) {
          "seconds a rank waits for the id, for the others to join and for "
          "each collective (default 300)")
       // At most a week: the deadline stays well inside the clock's range.
+      // (Range alone lets NaN through: its comparisons are false.)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const double v = std::strtod(text.c_str(), nullptr);
+            return std::isfinite(v) ? std::string()
+                                    : "not a number of seconds: " + text;
+          },
+          "finite"))
       ->check(CLI::Range(0.001, 7 * 86400.0));
 }
 
@@ -177,24 +111,24 @@ StatusOr<GroupPlace> ResolveGroup(const GroupFlags& flags,
 
 StatusOr<std::unique_ptr<GroupTransport>> JoinGroup(const GroupFlags& flags,
                                                     const GroupPlace& place) {
+  if (!std::isfinite(flags.timeout_s) || flags.timeout_s <= 0) {
+    return Status::InvalidArgument("--group-timeout: want seconds > 0");
+  }
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(flags.timeout_s * 1000));
   NcclId id;
+  // Rank 0's file: written now, kept fresh while the others join, removed
+  // when this returns (joined: every rank has read it; failed: no one may
+  // join it later).
+  std::unique_ptr<NcclIdFile> file;
   if (place.rank == 0) {
     WL_ASSIGN_OR_RETURN(id, MakeNcclId());
-    WL_RETURN_IF_ERROR(WriteId(flags.id_file, id));
+    WL_ASSIGN_OR_RETURN(file, NcclIdFile::Write(flags.id_file, id));
   } else {
-    WL_ASSIGN_OR_RETURN(id,
-                        WaitForId(flags.id_file, place.rank, flags.timeout_s));
+    WL_ASSIGN_OR_RETURN(
+        id, WaitForNcclIdFile(flags.id_file, place.rank, flags.timeout_s));
   }
-  StatusOr<std::unique_ptr<GroupTransport>> group =
-      JoinNcclGroup(id, place.rank, place.size, place.device.index, timeout);
-  if (place.rank == 0) {
-    // Joined: every rank has read it. Failed: no one may join it later.
-    std::error_code ec;
-    std::filesystem::remove(flags.id_file, ec);
-  }
-  return group;
+  return JoinNcclGroup(id, place.rank, place.size, place.device.index, timeout);
 }
 
 }  // namespace weightlift::cli

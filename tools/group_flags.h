@@ -55,12 +55,11 @@ StatusOr<GroupPlace> ResolveGroup(const GroupFlags& flags,
                                   const std::string& device_text);
 
 // Joins PLACE's group: rank 0 makes the NCCL id and writes it to the id
-// file (whole: beside it, then renamed; with torchrun's run id, which the
-// others check, so that an id a crashed earlier run left there is never
-// joined), the others wait for it at most the timeout, then JoinNcclGroup.
-// Rank 0 removes the file once every rank has joined, or when joining
-// failed. IoError when the id never came or cannot be written; what
-// JoinNcclGroup says otherwise.
+// file, the others wait for it at most the timeout (nccl_id_file.h: how an
+// id an earlier run left there is never joined), then JoinNcclGroup. Rank
+// 0 removes the file once every rank has joined, when joining failed, and
+// on SIGTERM / SIGINT meanwhile. IoError when the id never came or cannot
+// be written; what JoinNcclGroup says otherwise.
 StatusOr<std::unique_ptr<GroupTransport>> JoinGroup(const GroupFlags& flags,
                                                     const GroupPlace& place);
 

@@ -12,6 +12,7 @@
 #include "cuda/device_available.h"
 #include "dist/nccl_lib.h"
 #include "env/testing/temp_dir.h"
+#include "nccl_id_file.h"
 #include "weightlift/nccl.h"
 
 namespace weightlift::cli {
@@ -56,13 +57,17 @@ TEST(GroupFlags, ARankWaitsForTheIdAtMostItsTimeout) {
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("want 256 hex digits"), std::string::npos)
       << g.status().ToString();
-  // An id an earlier run left there (another torchrun run id): not joined.
+  // An id an earlier run left there (another torchrun run id): not joined
+  // (nccl_id_file_test.cc has the other cases).
   ::setenv("TORCHELASTIC_RUN_ID", "run-b", 1);
-  { std::ofstream(id_file) << NcclIdToHex(NcclId{}) << "\nrun-a\n"; }
+  {
+    std::ofstream(id_file) << NcclIdToHex(NcclId{}) << "\nrun run-a restart \n";
+  }
   g = JoinGroup(Flags(1, 2, id_file), Place(1, 2));
   ::unsetenv("TORCHELASTIC_RUN_ID");
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("it is run 'run-a''s"), std::string::npos)
+  EXPECT_NE(g.status().message().find("it is launch 'run run-a restart ''s"),
+            std::string::npos)
       << g.status().ToString();
 }
 
@@ -78,7 +83,9 @@ TEST(GroupFlags, AnIdRankZeroWroteIsReadAndJoined) {
   const std::string id_file = dir / "nccl.id";
   NcclId id;
   id.bytes[0] = std::byte{7};
-  { std::ofstream(id_file) << NcclIdToHex(id) << "\n"; }
+  {
+    std::ofstream(id_file) << NcclIdToHex(id) << "\n" << LaunchToken() << "\n";
+  }
   auto g = JoinGroup(Flags(1, 2, id_file), Place(1, 2));
   // Past the id: what joining says here (no GPU, or no rank 0 to join).
   ASSERT_FALSE(g.ok());
