@@ -43,13 +43,15 @@ StatusOr<NcclId> NcclIdFromHex(std::string_view hex);
 // calling thread's current device becomes DEVICE; no other device is
 // touched). TIMEOUT: 1 ms to 7 days. Joining waits at most TIMEOUT for
 // every rank (NCCL >= 2.14; an older libnccl has only a blocking join), and
-// so does every collective of a group load after; a collective that times
-// out aborts the communicator and fails the load on every rank that waits
-// for it. The transport moves memory on DEVICE, so the loader handed to
-// LoadWithGroup with it must be a CUDA loader on DEVICE. InvalidArgument
-// for a rank outside [0, SIZE) or a timeout out of range; Unsupported
-// without libnccl or CUDA; CudaError for a device that cannot be used;
-// IoError when NCCL fails or the join times out.
+// so does every collective of a group load after, including each batch's
+// status exchange, where a rank that has read its bytes of the batch waits
+// for the slowest (a batch is at most 4 GiB of the checkpoint with the
+// automatic size); a collective that times out aborts the communicator and
+// fails the load on every rank that waits for it. The transport moves memory on
+// DEVICE, so the loader handed to LoadWithGroup with it must be a CUDA loader
+// on DEVICE. InvalidArgument for a rank outside [0, SIZE) or a timeout out of
+// range; Unsupported without libnccl or CUDA; CudaError for a device that
+// cannot be used; IoError when NCCL fails or the join times out.
 StatusOr<std::unique_ptr<GroupTransport>> JoinNcclGroup(
     const NcclId& id, int rank, int size, int device,
     std::chrono::milliseconds timeout);

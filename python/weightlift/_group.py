@@ -37,7 +37,8 @@ from ._tp_common import (REFUSALS, TpRequest, make_report, raise_error,
 from ._errors import InvalidArgumentError, WeightliftIOError
 
 ALLGATHER_MIN_BYTES = 4 << 20
-# 0: the C++ default (about 8 batches, none under 256 MiB; GroupPlanOptions)
+# 0: the C++ default (about 8 batches, none under 256 MiB or over 4 GiB;
+# GroupPlanOptions, AutoBatchBytes)
 BATCH_BYTES = 0
 
 

@@ -131,8 +131,8 @@ struct Fnv {
 }  // namespace
 
 uint64_t AutoBatchBytes(uint64_t total) {
-  return std::max(kMinAutoBatchBytes,
-                  (total + kAutoBatches - 1) / kAutoBatches);
+  return std::clamp(total / kAutoBatches + (total % kAutoBatches != 0),
+                    kMinAutoBatchBytes, kMaxAutoBatchBytes);
 }
 
 GroupPlan PlanFullGroup(std::span<const TensorInfo> tensors, int size,
@@ -156,6 +156,10 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
                              const TensorParallel& tp,
                              const GroupPlanOptions& options,
                              std::string_view content) {
+  uint64_t total = 0;
+  for (const TensorInfo& t : tensors) total += t.size;
+  const uint64_t batch_bytes =
+      options.batch_bytes > 0 ? options.batch_bytes : AutoBatchBytes(total);
   Fnv a{0xcbf29ce484222325ull};
   Fnv b{0x84222325cbf29ce4ull};
   auto both = [&](auto&& fn) {
@@ -163,11 +167,12 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
     fn(b);
   };
   both([&](Fnv& f) {
-    // v2: the content sample; v3: the plan's options.
-    f.Str("weightlift-group-v3");
+    // v2: the content sample; v3: the plan's options; v4: the batch size
+    // in effect (0 meant one tensor a batch before it meant automatic).
+    f.Str("weightlift-group-v4");
     f.U64(sharded ? 1 : 0);
     f.U64(options.allgather_min_bytes);
-    f.U64(options.batch_bytes);
+    f.U64(batch_bytes);
     f.U64(options.partial_reads ? 1 : 0);
     f.U64(static_cast<uint64_t>(tp.size));
     f.U64(tp.plan.size());

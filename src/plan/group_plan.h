@@ -59,9 +59,17 @@ struct GroupPlanOptions {
 };
 
 // The automatic batch size for tensors of TOTAL bytes: about
-// kAutoBatches batches, none under kMinAutoBatchBytes.
+// kAutoBatches batches, none under kMinAutoBatchBytes and none over
+// kMaxAutoBatchBytes. The cap bounds how long a rank that has read its
+// bytes of a batch waits in the batch's status exchange for the slowest
+// one, which the group's collective timeout covers: an eighth of a 405B
+// checkpoint would be 100 GB, minutes on shared storage; on the H200,
+// Llama-2-7B in 4 GiB batches took 303 ms against 308 ms in eighths
+// (sessions 16 and 17), so the cap costs large checkpoints nothing
+// measurable.
 inline constexpr uint64_t kAutoBatches = 8;
 inline constexpr uint64_t kMinAutoBatchBytes = 256u << 20;
+inline constexpr uint64_t kMaxAutoBatchBytes = 4ull << 30;
 uint64_t AutoBatchBytes(uint64_t total);
 
 struct GroupPlan {

@@ -190,6 +190,12 @@ TEST(GroupFingerprint, ChangesWithPlanCheckpointAndContentNotRank) {
   GroupPlanOptions batches = kOpts;
   batches.batch_bytes = 128u << 20;  // not the automatic size
   EXPECT_NE(GroupFingerprint(ts, files, true, tp, batches, kSample), base);
+  // What counts is the size in effect: 0 (automatic) and the automatic
+  // size spelled out batch alike, so they agree.
+  ASSERT_EQ(kOpts.batch_bytes, 0u);
+  GroupPlanOptions spelled = kOpts;
+  spelled.batch_bytes = kMinAutoBatchBytes;  // these few tensors' size
+  EXPECT_EQ(GroupFingerprint(ts, files, true, tp, spelled, kSample), base);
   GroupPlanOptions gathers = kOpts;
   gathers.allgather_min_bytes = 1;
   EXPECT_NE(GroupFingerprint(ts, files, true, tp, gathers, kSample), base);
@@ -204,6 +210,9 @@ TEST(GroupPlanTest, AutomaticBatchesAreFewAndNotSmall) {
   EXPECT_EQ(AutoBatchBytes(0), kMinAutoBatchBytes);
   EXPECT_EQ(AutoBatchBytes(1u << 30), kMinAutoBatchBytes);
   EXPECT_EQ(AutoBatchBytes(13476831232ull), 1684603904ull);  // Llama-2-7B / 8
+  EXPECT_EQ(AutoBatchBytes(32ull << 30), 4ull << 30);        // an eighth
+  // 405B in bf16: capped, so a batch's reads stay well inside a timeout.
+  EXPECT_EQ(AutoBatchBytes(810ull * 1000 * 1000 * 1000), kMaxAutoBatchBytes);
   // 64 tensors of 256 MiB (16 GiB): 8 batches of 8.
   std::vector<TensorInfo> big;
   for (int i = 0; i < 64; ++i) {
