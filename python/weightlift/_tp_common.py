@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from . import _errors, _native
-from .report import LoadReport, add_counts, counted_notes, uncounted_notes
+from .report import (LoadReport, add_counts, counted_notes_once,
+                     uncounted_notes)
 
 DEFAULT_GROUP_TIMEOUT_S = 300.0
 # What a rank of a group load can be refused for before the load (bad input,
@@ -159,7 +160,7 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
                      f"granularity)" if over >= 0 else
                      f"tp: read {d['bytes_read']} bytes, received "
                      f"{-over} more from the group"]
-    d["notes"] = notes + d["notes"] + counted_notes(d)
+    d["notes"] = notes + d["notes"] + counted_notes_once(d)
     d["gb_per_s"] = delivered / seconds / 1e9 if seconds else 0.0
     d["text"] = "\n".join(
         [f"tensor-parallel load on {device}: {tensors} tensors, {delivered} "

@@ -93,7 +93,7 @@ class LoadReport:
             d["device"] += "," + r.device
         if files_by_path:
             d["files"] = _files_by_path(d["files"])
-        d["notes"] += counted_notes(d)
+        d["notes"] += counted_notes_once(d)
         d["gb_per_s"] = d["bytes"] / d["seconds"] / 1e9 if d["seconds"] else 0
         d["text"] = "\n".join(str(r) for r in reports)
         return LoadReport(d)
@@ -131,6 +131,13 @@ def counted_notes(d: Dict[str, Any]) -> List[str]:
     copied row runs, its ``bytes``), worded as the C++ loaders word them."""
     from . import _native
     return _native.counted_notes(d)
+
+
+def counted_notes_once(d: Dict[str, Any]) -> List[str]:
+    """counted_notes of D, a report made of several, whose files may list
+    one path once per part: each file's note (its copied row runs) is said
+    once, for the runs of every part, as C++ AddFiles sums them."""
+    return counted_notes(dict(d, files=_files_by_path(d["files"])))
 
 
 def uncounted_notes(report: LoadReport) -> List[str]:
