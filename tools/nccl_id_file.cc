@@ -35,9 +35,14 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-// Seconds since PATH was last modified (negative: in this clock's future,
-// as a file server's clock may be); errno's text when it cannot be read.
-StatusOr<double> AgeSeconds(const std::string& path) {
+// PATH's owner and the seconds since it was last modified (negative: in
+// this clock's future, as a file server's clock may be); errno's text when
+// it cannot be read.
+struct IdFileStat {
+  uid_t owner;
+  double age_seconds;
+};
+StatusOr<IdFileStat> StatIdFile(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return Status::NotFound(std::strerror(errno));
@@ -46,8 +51,9 @@ StatusOr<double> AgeSeconds(const std::string& path) {
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(st.st_mtim.tv_sec) +
           std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-  return std::chrono::duration<double>(std::chrono::system_clock::now() - mtime)
-      .count();
+  return IdFileStat{st.st_uid, std::chrono::duration<double>(
+                                   std::chrono::system_clock::now() - mtime)
+                                   .count()};
 }
 
 // The id in PATH if this launch's live rank 0 wrote it.
@@ -64,13 +70,19 @@ StatusOr<NcclId> ReadId(const std::string& path) {
                                    "''s (an earlier run's?), this is '" +
                                    LaunchToken() + "'");
   }
-  WL_ASSIGN_OR_RETURN(double age, AgeSeconds(path));
-  if (age > kIdFileStaleSeconds) {
+  WL_ASSIGN_OR_RETURN(IdFileStat st, StatIdFile(path));
+  if (st.owner != ::geteuid()) {
+    // Whoever wrote it would receive this rank's weights: only our own.
+    return Status::InvalidArgument(
+        "it belongs to uid " + std::to_string(st.owner) +
+        ", not to this user (uid " + std::to_string(::geteuid()) + ")");
+  }
+  if (st.age_seconds > kIdFileStaleSeconds) {
     char text[96];
     std::snprintf(text, sizeof text,
                   "it was last touched %.0f s ago (a live rank 0 touches it "
                   "every second)",
-                  age);
+                  st.age_seconds);
     return Status::InvalidArgument(
         std::string(text) +
         ": an earlier run's rank 0 left it; remove it, or give each run a "
@@ -95,16 +107,21 @@ StatusOr<std::unique_ptr<NcclIdFile>> NcclIdFile::Write(const std::string& path,
   }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << NcclIdToHex(id) << "\n" << LaunchToken() << "\n";
-    out.close();
-    if (!out) {
-      const int err = errno;
+    // Readable by this user only: the id lets whoever holds it join.
+    const std::string text = NcclIdToHex(id) + "\n" + LaunchToken() + "\n";
+    const int fd =
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int err = fd >= 0 ? 0 : errno;
+    if (err == 0 && ::write(fd, text.data(), text.size()) !=
+                        static_cast<ssize_t>(text.size())) {
+      err = errno != 0 ? errno : EIO;
+    }
+    if (fd >= 0 && ::close(fd) != 0 && err == 0) err = errno;
+    if (err != 0) {
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
-      return Status::IoError(
-          "--nccl-id " + path + ": cannot write " + tmp +
-          (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+      return Status::IoError("--nccl-id " + path + ": cannot write " + tmp +
+                             ": " + std::strerror(err));
     }
   }
   std::error_code ec;

@@ -10,7 +10,9 @@
 //   (this is what protects launches whose run id repeats: plain torchrun's
 //   "none", launches by hand);
 // - rank 0 removes it once joined, on failure, and on SIGTERM / SIGINT
-//   (what torchrun sends the others when one rank fails).
+//   (what torchrun sends the others when one rank fails);
+// - it is this user's alone (mode 0600; a file another user owns is
+//   refused): whoever planted an id there would receive the weights.
 #pragma once
 
 #include <atomic>

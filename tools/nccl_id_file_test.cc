@@ -78,6 +78,18 @@ TEST_F(NcclIdFileTest, RankZerosIdIsReadBackAndGoneAfter) {
     auto id = WaitForNcclIdFile(path_, 1, 1.0);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_EQ(NcclIdToHex(*id), NcclIdToHex(SomeId()));
+    struct stat st;
+    ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << "the id is this user's alone";
+    if (::geteuid() == 0) {
+      // Another user's file (root can make one): refused, and said.
+      ASSERT_EQ(::chown(path_.c_str(), 4321, static_cast<gid_t>(-1)), 0);
+      auto theirs = WaitForNcclIdFile(path_, 1, 0.1);
+      ASSERT_FALSE(theirs.ok());
+      EXPECT_NE(theirs.status().message().find("it belongs to uid 4321"),
+                std::string::npos)
+          << theirs.status().ToString();
+    }
   }
   EXPECT_FALSE(std::filesystem::exists(path_));
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
