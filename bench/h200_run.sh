@@ -42,6 +42,10 @@
 #   firstcall7  bench/first_call.py in 3 fresh processes: the first
 #            load_checkpoint(dir, device="cuda:0") end to end against the
 #            pinned-copy ceiling, and later calls
+#   tprows7  bench/tp_phases.py, rank 0 of 8 and of 4, the Llama plan
+#            against every split on dim 0 (--plan colwise: the same bytes,
+#            no row runs), two rounds: what the row-parallel parts' row
+#            runs cost a rank (issue 11)
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
@@ -263,6 +267,23 @@ stage_firstcall() {  # LAYOUT: bench/first_call.py in 3 fresh processes
   grep -E "ceiling|^call" "$OUT/firstcall_$1.log" >> "$SUMMARY"
 }
 
+stage_tprows() {  # LAYOUT: what a rank's row runs cost (issue 11)
+  local disk=/var/tmp/wl_$1
+  say "-- tprows $1 (tp_phases.py: rank 0, the Llama plan against all colwise)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  cat "$disk"/*.safetensors > /dev/null
+  for round in 1 2; do
+    for n in 8 4; do
+      for plan in llama colwise; do
+        timeout 60 python3 "$ROOT/bench/tp_phases.py" --ckpt "$disk" --n $n \
+          --calls 4 --plan $plan --device cuda:0
+      done
+    done
+  done > "$OUT/tprows_$1.log" 2>&1
+  grep -E " call [0-9]" "$OUT/tprows_$1.log" | sed -E 's/; take_tp.*seconds/ | seconds/' \
+    >> "$SUMMARY"
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -282,6 +303,7 @@ for s in "$@"; do
     load7) stage_load llama2-7b ;;
     slices) stage_slices ;;
     firstcall7) stage_firstcall llama2-7b ;;
+    tprows7) stage_tprows llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done

@@ -7,6 +7,13 @@ taking the tensors, making torch tensors, the report), per call.
 
     python3 bench/tp_phases.py --ckpt DIR --n 8 [--r 0] [--device cuda:0]
                                [--calls 3] [--option backend=pread ...]
+                               [--plan llama|colwise]
+
+--plan colwise splits the row-parallel weights (o_proj, down_proj) on dim 0
+instead of their last: the same bytes for each rank of a Llama checkpoint
+at an n that divides its sizes, read as contiguous ranges instead of one
+short run per row, so that the two plans' times tell what the row runs
+cost.
 
 Call 0 is load_checkpoint itself (what tp_bench.py times, a first call);
 calls 1.. repeat it step by step with the loader pooled by call 0. GB/s is
@@ -38,7 +45,10 @@ def main():
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--option", action="append", default=[],
                     help="NAME=VALUE load option (e.g. backend=pread)")
+    ap.add_argument("--plan", choices=["llama", "colwise"], default="llama")
     args = ap.parse_args()
+    plan = LLAMA_PLAN if args.plan == "llama" else {
+        k: "colwise" for k in LLAMA_PLAN}
     opts = parse_options(args.option)
     import torch
     cuda = args.device.startswith("cuda")
@@ -52,13 +62,13 @@ def main():
     # Byte-compiled first, as an installed package is (and as tp_bench.py
     # does), so that call 0 does not compile the TP modules it imports.
     compileall.compile_dir(os.path.dirname(weightlift.__file__), quiet=1)
-    tag = f"n={args.n} r={args.r} {opts or 'defaults'}"
+    tag = f"n={args.n} r={args.r} plan {args.plan} {opts or 'defaults'}"
 
     sync()
     t0 = time.perf_counter()
     sd = weightlift.load_checkpoint(args.ckpt, device=args.device,
                                     tp_rank=args.r, tp_size=args.n,
-                                    tp_plan=LLAMA_PLAN, **opts)
+                                    tp_plan=plan, **opts)
     sync()
     t1 = time.perf_counter()
     nb = sum(v.numel() * v.element_size() for v in sd.values())
@@ -84,7 +94,7 @@ def main():
         sync()
         a = time.perf_counter()
         req = _tp.take_tp(dict(tp_rank=args.r, tp_size=args.n,
-                               tp_plan=LLAMA_PLAN), args.ckpt)
+                               tp_plan=plan), args.ckpt)
         b = time.perf_counter()
         ckpt = _core.open_checkpoint(args.ckpt)
         c = time.perf_counter()
