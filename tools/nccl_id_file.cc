@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 namespace weightlift::cli {
 namespace {
@@ -35,31 +35,31 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-// PATH's owner and the seconds since it was last modified (negative: in
-// this clock's future, as a file server's clock may be); errno's text when
-// it cannot be read.
-struct IdFileStat {
-  uid_t owner;
-  double age_seconds;
-};
-StatusOr<IdFileStat> StatIdFile(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status::NotFound(std::strerror(errno));
-  }
+// The seconds since ST's file was last modified (negative: in this
+// clock's future, as a file server's clock may be).
+double AgeSeconds(const struct stat& st) {
   const auto mtime = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(st.st_mtim.tv_sec) +
           std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-  return IdFileStat{st.st_uid, std::chrono::duration<double>(
-                                   std::chrono::system_clock::now() - mtime)
-                                   .count()};
+  return std::chrono::duration<double>(std::chrono::system_clock::now() - mtime)
+      .count();
 }
 
-// The id in PATH if this launch's live rank 0 wrote it.
+// The id in PATH if this launch's live rank 0 wrote it. The text and the
+// owner and age come from one open file (rank 0 may rename a new one over
+// the path meanwhile: an earlier run's text must not pass on the new
+// file's age).
 StatusOr<NcclId> ReadId(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("not there yet");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("not there yet");
+  struct stat st;
+  char buf[1024];
+  ssize_t got = 0;
+  if (::fstat(fd, &st) == 0) got = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (got <= 0) return Status::NotFound("empty or unreadable");
+  std::istringstream in(std::string(buf, static_cast<size_t>(got)));
   std::string hex, launch;
   std::getline(in, hex);
   std::getline(in, launch);
@@ -70,19 +70,19 @@ StatusOr<NcclId> ReadId(const std::string& path) {
                                    "''s (an earlier run's?), this is '" +
                                    LaunchToken() + "'");
   }
-  WL_ASSIGN_OR_RETURN(IdFileStat st, StatIdFile(path));
-  if (st.owner != ::geteuid()) {
+  if (st.st_uid != ::geteuid()) {
     // Whoever wrote it would receive this rank's weights: only our own.
     return Status::InvalidArgument(
-        "it belongs to uid " + std::to_string(st.owner) +
+        "it belongs to uid " + std::to_string(st.st_uid) +
         ", not to this user (uid " + std::to_string(::geteuid()) + ")");
   }
-  if (st.age_seconds > kIdFileStaleSeconds) {
+  const double age = AgeSeconds(st);
+  if (age > kIdFileStaleSeconds) {
     char text[96];
     std::snprintf(text, sizeof text,
                   "it was last touched %.0f s ago (a live rank 0 touches it "
                   "every second)",
-                  st.age_seconds);
+                  age);
     return Status::InvalidArgument(
         std::string(text) +
         ": an earlier run's rank 0 left it; remove it, or give each run a "
@@ -105,12 +105,24 @@ StatusOr<std::unique_ptr<NcclIdFile>> NcclIdFile::Write(const std::string& path,
   if (path.size() >= sizeof g_signal_path) {
     return Status::InvalidArgument("--nccl-id " + path + ": path too long");
   }
+  // Made first: from here a SIGTERM removes PATH, whatever is there (a
+  // stale id too), and a failure below does when FILE goes.
+  std::unique_ptr<NcclIdFile> file(new NcclIdFile(path));
+  std::memcpy(g_signal_path, path.c_str(), path.size() + 1);
+  struct sigaction sa {};
+  sa.sa_handler = RemoveAndRaise;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, &g_old_term);
+  ::sigaction(SIGINT, &sa, &g_old_int);
+
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
-    // Readable by this user only: the id lets whoever holds it join.
+    // Readable by this user only: the id lets whoever holds it join. (A
+    // leftover of that name could carry another mode: made anew.)
     const std::string text = NcclIdToHex(id) + "\n" + LaunchToken() + "\n";
+    ::unlink(tmp.c_str());
     const int fd =
-        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int err = fd >= 0 ? 0 : errno;
     if (err == 0 && ::write(fd, text.data(), text.size()) !=
                         static_cast<ssize_t>(text.size())) {
@@ -131,13 +143,6 @@ StatusOr<std::unique_ptr<NcclIdFile>> NcclIdFile::Write(const std::string& path,
     return Status::IoError("--nccl-id " + path + ": rename from " + tmp + ": " +
                            ec.message());
   }
-  std::unique_ptr<NcclIdFile> file(new NcclIdFile(path));
-  std::memcpy(g_signal_path, path.c_str(), path.size() + 1);
-  struct sigaction sa {};
-  sa.sa_handler = RemoveAndRaise;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGTERM, &sa, &g_old_term);
-  ::sigaction(SIGINT, &sa, &g_old_int);
   file->toucher_ = std::thread([f = file.get()] { f->KeepFresh(); });
   return file;
 }

@@ -36,8 +36,10 @@ inline constexpr double kIdFileStaleSeconds = 120;
 std::string LaunchToken();
 
 // Rank 0: writes ID and LaunchToken() to PATH whole, then keeps its
-// modification time fresh until destroyed, when it removes PATH. While it
-// lives, SIGTERM and SIGINT remove PATH before they end the process.
+// modification time fresh until destroyed, when it removes PATH (also when
+// the write failed: what was there is no one's to join). While it lives,
+// SIGTERM and SIGINT remove PATH before they end the process. One at a
+// time in a process (the signal handlers are the process's).
 class NcclIdFile {
  public:
   static StatusOr<std::unique_ptr<NcclIdFile>> Write(const std::string& path,
