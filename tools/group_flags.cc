@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
+#include "dist/nccl_lib.h"
 #include "nccl_id_file.h"
 #include "weightlift/nccl.h"
 
@@ -127,6 +129,16 @@ StatusOr<std::unique_ptr<GroupTransport>> JoinGroup(const GroupFlags& flags,
   } else {
     WL_ASSIGN_OR_RETURN(
         id, WaitForNcclIdFile(flags.id_file, place.rank, flags.timeout_s));
+  }
+  if (auto lib = internal::NcclLib::Get();
+      lib.ok() && (*lib)->comm_init_rank_config == nullptr) {
+    // JoinNcclGroup's join is blocking there: say so before it blocks.
+    std::fprintf(stderr,
+                 "weightlift: warning: rank %d: this libnccl is older than "
+                 "2.14 and cannot join with a timeout; a rank that never "
+                 "joins leaves this one waiting (--group-timeout covers the "
+                 "collectives only)\n",
+                 place.rank);
   }
   return JoinNcclGroup(id, place.rank, place.size, place.device.index, timeout);
 }
