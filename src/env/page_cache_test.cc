@@ -37,8 +37,11 @@ TEST(PageCacheTest, EvictThenReadChangesResidency) {
   ReadAll(p);
   auto warm = SampleResidency(p);
   ASSERT_TRUE(warm.ok());
+  // Not every page: the kernel may reclaim one between the read and the
+  // sample (CI saw 4095 of 4096 under the sanitizer jobs).
   EXPECT_GT(warm->fraction, 0.99);
-  EXPECT_EQ(warm->resident_pages, warm->sampled_pages);
+  EXPECT_GE(warm->resident_pages * 100, warm->sampled_pages * 99);
+  EXPECT_LE(warm->resident_pages, warm->sampled_pages);
 }
 
 TEST(PageCacheTest, SmallFileSampledWhole) {
