@@ -124,14 +124,16 @@ size_t PickDemoLayout(const std::vector<DemoCandidate>& candidates,
     if (fits_memory && c.fits_disk) return i;
     std::string why;
     if (!fits_memory) {
-      why = "needs about " + FormatBytes(c.peak_rss) + " of memory, over " +
-            (memory.total != 0 && budget == memory.total / 4
-                 ? "a quarter of this machine's " + FormatBytes(memory.total)
-                 : "the " + FormatBytes(memory.available) + " available now");
+      // (The caller has said the candidate's sizes.)
+      why = "over " + (memory.total != 0 && budget == memory.total / 4
+                           ? "a quarter of this machine's " +
+                                 FormatBytes(memory.total) + " of memory"
+                           : "the " + FormatBytes(memory.available) +
+                                 " of memory available now");
     } else {
       why = "not enough free disk";
     }
-    passed_over->push_back(c.layout + ": " + why);
+    passed_over->push_back(why);
   }
   return candidates.empty() ? 0 : candidates.size() - 1;
 }

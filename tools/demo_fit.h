@@ -51,7 +51,7 @@ struct DemoCandidate {
 
 // The index of the first of CANDIDATES (largest first) that fits BUDGET (0:
 // unknown, anything fits) and the disk; the last one when none does (the
-// smallest, a few MB, runs anywhere). Says in PASSED_OVER why each one
+// smallest, a few MB, runs anywhere). Says in PASSED_OVER, in order, why each
 // before it was left out.
 size_t PickDemoLayout(const std::vector<DemoCandidate>& candidates,
                       const MachineMemory& memory,
