@@ -16,7 +16,7 @@ namespace {
 
 // The number in FILE, or 0 when absent, "max" or (v1's "none") above
 // 2^62.
-uint64_t ReadLimitFile(const std::filesystem::path& file) {
+uint64_t ReadCgroupBytes(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::string text;
   if (!(in >> text) || text == "max") return 0;
@@ -61,11 +61,11 @@ CgroupMemory ReadCgroupMemory(const std::string& root,
       const std::filesystem::path at = dir / p;
       std::error_code ec;
       if (std::filesystem::is_directory(at, ec)) {
-        const uint64_t limit = ReadLimitFile(at / limit_name);
+        const uint64_t limit = ReadCgroupBytes(at / limit_name);
         if (limit != 0 && (c.limit == 0 || limit < c.limit)) {
           c.limit = limit;
         }
-        if (leaf) c.usage = std::max(c.usage, ReadLimitFile(at / usage_name));
+        if (leaf) c.usage = std::max(c.usage, ReadCgroupBytes(at / usage_name));
         leaf = false;
       }
       if (p.empty()) break;

@@ -15,8 +15,8 @@
 //   refused): whoever planted an id there would receive the weights.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>

@@ -36,6 +36,15 @@ uint64_t AllGatherRows(const TensorInfo& t, int size,
 
 // Plans the tensors in SHARED (indices into TENSORS, ascending) that every
 // rank needs whole; LOCAL marks tensors each rank reads for itself.
+// OPTIONS' batch size, or the automatic one for TENSORS (0).
+uint64_t BatchBytesInEffect(std::span<const TensorInfo> tensors,
+                            const GroupPlanOptions& options) {
+  if (options.batch_bytes > 0) return options.batch_bytes;
+  uint64_t total = 0;
+  for (const TensorInfo& t : tensors) total += t.size;
+  return AutoBatchBytes(total);
+}
+
 GroupPlan PlanSteps(std::span<const TensorInfo> tensors,
                     const std::vector<bool>& local, int size,
                     const GroupPlanOptions& options) {
@@ -43,10 +52,7 @@ GroupPlan PlanSteps(std::span<const TensorInfo> tensors,
   plan.size = size;
   plan.bytes_read_per_rank.assign(static_cast<size_t>(size), 0);
   plan.steps.resize(tensors.size());
-  uint64_t total = 0;
-  for (const TensorInfo& t : tensors) total += t.size;
-  const uint64_t batch_bytes =
-      options.batch_bytes > 0 ? options.batch_bytes : AutoBatchBytes(total);
+  const uint64_t batch_bytes = BatchBytesInEffect(tensors, options);
 
   // Cut batches in tensor order by bytes; then balance each batch's
   // broadcast owners (largest first, onto the rank with the fewest bytes in
@@ -156,10 +162,7 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
                              const TensorParallel& tp,
                              const GroupPlanOptions& options,
                              std::string_view content) {
-  uint64_t total = 0;
-  for (const TensorInfo& t : tensors) total += t.size;
-  const uint64_t batch_bytes =
-      options.batch_bytes > 0 ? options.batch_bytes : AutoBatchBytes(total);
+  const uint64_t batch_bytes = BatchBytesInEffect(tensors, options);
   Fnv a{0xcbf29ce484222325ull};
   Fnv b{0x84222325cbf29ce4ull};
   auto both = [&](auto&& fn) {

@@ -218,13 +218,13 @@ uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o) {
 
 void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
                     const PlaceOptions& o, std::vector<Segment>* segments,
-                    ReadCounts* stats) {
+                    ReadCounts* counts) {
   const uint64_t g = std::max<uint64_t>(o.granularity, 1);
   if (!sel.whole) {
-    ++stats->slices;
-    stats->slice_bytes_selected += sel.bytes;
-    stats->slice_read_cost_bytes =
-        std::max(stats->slice_read_cost_bytes, o.read_cost_bytes);
+    ++counts->slices;
+    counts->slice_bytes_selected += sel.bytes;
+    counts->slice_read_cost_bytes =
+        std::max(counts->slice_read_cost_bytes, o.read_cost_bytes);
   }
   uintptr_t at = dst;
   for (const RowBlock& b : sel.blocks) {
@@ -232,8 +232,8 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
     if (b.rows == 1) {
       segments->push_back({sel.file, b.file_offset, b.width, at, request});
       if (!sel.whole) {
-        ++stats->contiguous_slices;
-        stats->slice_bytes_read += CoverBytes(b, g);
+        ++counts->contiguous_slices;
+        counts->slice_bytes_read += CoverBytes(b, g);
       }
       at += bytes;
       continue;
@@ -245,9 +245,9 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
       seg.rows = b.rows;
       seg.pitch = b.pitch;
       segments->push_back(seg);
-      ++stats->strided_slices;
-      stats->strided_rows += b.rows;
-      stats->slice_bytes_read += CoverBytes(b, g);
+      ++counts->strided_slices;
+      counts->strided_rows += b.rows;
+      counts->slice_bytes_read += CoverBytes(b, g);
     } else {
       // Row runs: one gather segment; the planner reads its rows one by
       // one, packed back to back (or row by row where it cannot gather).
@@ -256,9 +256,9 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
       seg.pitch = b.pitch;
       seg.gather = true;
       segments->push_back(seg);
-      ++stats->row_run_slices;
-      stats->row_run_reads += reads;
-      stats->slice_bytes_read += moved;
+      ++counts->row_run_slices;
+      counts->row_run_reads += reads;
+      counts->slice_bytes_read += moved;
     }
     at += bytes;
   }

@@ -93,10 +93,10 @@ uint64_t StridedCost(const RowBlock& b, const PlaceOptions& o);
 
 // Appends to SEGMENTS the segments that move SEL into DST (the selection's
 // bytes back to back) as request tensor REQUEST. Adds its placement to
-// STATS' slice counts (the report's; exec/read_counts.h says them in
+// COUNTS' slice counts (the report's; exec/read_counts.h says them in
 // words).
 void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
                     const PlaceOptions& options, std::vector<Segment>* segments,
-                    ReadCounts* stats);
+                    ReadCounts* counts);
 
 }  // namespace weightlift::internal
