@@ -9,6 +9,7 @@
 // One load runs at a time per Loader (calls are serialized by a mutex).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,6 +64,11 @@ struct LoadCallbacks {
   // load that succeeds ends with one call (total, total) after every byte
   // has arrived; a failed load may stop before it.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
+  // When set: once it reads true, the load takes no more reads, waits for
+  // those in flight, and fails with Cancelled. Read between reads (each at
+  // most a staging slot or a chunk of a few MiB), so a load running in
+  // another thread ends soon after the caller sets it. Must outlive the load.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Loader {

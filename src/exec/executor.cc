@@ -56,6 +56,11 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
       done.Fail(std::move(s));
     }
     while (!done.failed()) {
+      if (options.cancel != nullptr &&
+          options.cancel->load(std::memory_order_relaxed)) {
+        done.Fail(Status::Cancelled("the load was cancelled by its caller"));
+        break;
+      }
       const size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (options.next_chunk != nullptr) {
         options.next_chunk->store(i + 1, std::memory_order_relaxed);

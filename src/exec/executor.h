@@ -35,6 +35,9 @@ struct RunOptions {
   // so a helper working ahead of the workers (the host loader's page
   // populator) can skip what they passed.
   std::atomic<size_t>* next_chunk = nullptr;
+  // LoadCallbacks::cancel: once true, no worker takes another chunk and the
+  // run fails with Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Totals over every RunPlan of a load.

@@ -352,6 +352,48 @@ TEST_F(HostLoaderTest, OnReadyOncePerTensorAndProgress) {
   ExpectExact(*r);
 }
 
+// LoadCallbacks::cancel: set after the first tensor arrives, the load takes
+// no more reads and fails with Cancelled; set before, it reads nothing; the
+// loader then loads again as usual.
+TEST_F(HostLoaderTest, CancelStopsTheLoadWithCancelled) {
+  for (Backend b : {Backend::kPread, Backend::kDirect}) {
+    LoadOptions o = Options(b);
+    o.threads = 1;  // one worker: every chunk after the cancel is untaken
+    auto loader = CreateHostLoader(o);
+    ASSERT_TRUE(loader.ok());
+    std::atomic<bool> cancel{false};
+    std::atomic<int> ready{0};
+    LoadCallbacks cb;
+    cb.cancel = &cancel;
+    cb.on_ready = [&](size_t, const TensorInfo&) {
+      ++ready;
+      cancel = true;
+    };
+    auto r = (*loader)->Load(*ckpt_, {}, cb);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kCancelled)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find("cancelled by its caller"),
+              std::string::npos)
+        << r.status().ToString();
+    // The zero-size tensor is ready at the start; the reads stopped after
+    // the chunk that completed the first tensor with bytes, far short of
+    // every tensor.
+    EXPECT_LT(ready.load(), static_cast<int>(ckpt_->tensors().size()) / 2);
+
+    std::vector<std::byte> buf(ckpt_->Find("big.b")->size);
+    std::vector<Destination> d = {{"big.b", buf.data(), buf.size()}};
+    LoadCallbacks already;
+    already.cancel = &cancel;  // still true
+    EXPECT_EQ((*loader)->LoadInto(*ckpt_, d, nullptr, already).code(),
+              StatusCode::kCancelled);
+
+    auto again = (*loader)->Load(*ckpt_);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    ExpectExact(*again);
+  }
+}
+
 TEST_F(HostLoaderTest, InjectedErrorMidLoadReturnsErrorAndNoResult) {
   for (Backend b : {Backend::kPread, Backend::kDirect}) {
     const uint64_t bad = ckpt_->Find("big.b")->offset + 1000000;

@@ -219,6 +219,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     };
     std::atomic<size_t> next_chunk{0};
     run.next_chunk = &next_chunk;
+    run.cancel = callbacks.cancel;
     std::optional<Populator> populator;
     if (populate && !plans[r].chunks.empty()) {
       populator.emplace(plans[r], &next_chunk, Populator::DefaultThreads());
