@@ -710,6 +710,120 @@ TEST(LoadWithGroup, NamedTensorsComeAsTheirBatchesComplete) {
       << missing[1].status.ToString();
 }
 
+// A rank's transport that fails its Kth collective call (Broadcast,
+// AllGather or RunAll, 1-based) and passes every other to the real one.
+class FailingTransport final : public GroupTransport {
+ public:
+  FailingTransport(GroupTransport& inner, int fail_at)
+      : inner_(inner), fail_at_(fail_at) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Status Broadcast(void* data, uint64_t bytes, int root) override {
+    if (++calls_ == fail_at_) return Injected();
+    return inner_.Broadcast(data, bytes, root);
+  }
+  Status AllGather(void* data, uint64_t part_bytes) override {
+    if (++calls_ == fail_at_) return Injected();
+    return inner_.AllGather(data, part_bytes);
+  }
+  Status RunAll(std::span<const GroupCollective> collectives,
+                size_t* failed) override {
+    if (++calls_ == fail_at_) return Injected();
+    return inner_.RunAll(collectives, failed);
+  }
+
+ private:
+  Status Injected() const {
+    return Status::IoError("injected failure of collective call " +
+                           std::to_string(fail_at_));
+  }
+  GroupTransport& inner_;
+  const int fail_at_;
+  int calls_ = 0;
+};
+
+// The reads run ahead of the collectives as one load; when a later batch's
+// collective fails, the load still ends at once with that batch's error (its
+// reads cancelled and joined), the other rank fails by its timeout instead
+// of hanging, and the failed rank's loader is free and loads again.
+TEST(LoadWithGroup, AFailedCollectiveMidLoadEndsTheReadsAndNamesIt) {
+  SynthDir dir;
+  auto ckpt = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(ckpt.ok());
+  const int n = 2;
+  ThreadGroup group(n, milliseconds(1500));
+  std::vector<Status> status(n);
+  std::vector<std::unique_ptr<Loader>> loaders(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      LoadOptions o;
+      o.threads = 1;
+      o.backend = Backend::kPread;
+      auto loader = Loader::Create(o);
+      ASSERT_TRUE(loader.ok());
+      loaders[r] = std::move(*loader);
+      GroupLoadRequest req;
+      req.batch_bytes = 4096;  // many batches
+      req.allgather_min_bytes = 1024;
+      // Rank 0's calls: the agreement, then per batch an exchange and the
+      // batch's collectives; call 4 is batch 1's exchange.
+      FailingTransport failing(group.rank(r), r == 0 ? 4 : 0);
+      auto got = LoadWithGroup(*loaders[r], *ckpt, failing, req);
+      status[r] = got.ok() ? Status::OK() : got.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(status[0].code(), StatusCode::kIoError) << status[0].ToString();
+  EXPECT_NE(status[0].message().find("injected failure of collective call 4"),
+            std::string::npos)
+      << status[0].ToString();
+  EXPECT_NE(status[0].message().find("read its bytes of batch 1"),
+            std::string::npos)
+      << status[0].ToString();
+  EXPECT_FALSE(status[1].ok());
+  auto again = loaders[0]->Load(*ckpt);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
+  for (const LoadedTensor& lt : again->tensors) {
+    const TensorInfo* t = ckpt->Find(lt.name);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(std::memcmp(lt.data, files[t->file].data() + t->offset, t->size),
+              0)
+        << lt.name;
+  }
+}
+
+// A rank whose file shrank after it was opened cannot read its bytes: it
+// fails with an IoError naming the file, and the other rank learns it at
+// the first batch's exchange, with the reason, instead of waiting.
+TEST(LoadWithGroup, AReadThatFailsOnOneRankFailsEveryRankWithItsReason) {
+  SynthDir a, b;
+  auto ca = Checkpoint::Open(a.path);
+  auto cb = Checkpoint::Open(b.path);
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  const std::string shrunk = cb->files().back().path;
+  std::filesystem::resize_file(shrunk, cb->files().back().size - 100);
+  auto results = RunGroupLoad({&*ca, &*cb}, [](int r) {
+    GroupLoadRequest req;
+    req.tensor_parallel = true;
+    req.tp.rank = r;
+    req.tp.size = 2;
+    req.tp.plan = SplitBothWaysPlan();
+    return req;
+  });
+  EXPECT_EQ(results[1].status.code(), StatusCode::kIoError)
+      << results[1].status.ToString();
+  EXPECT_NE(results[1].status.message().find(shrunk), std::string::npos)
+      << results[1].status.ToString();
+  EXPECT_NE(results[0].status.message().find(
+                "rank 1 could not read its bytes of batch 0"),
+            std::string::npos)
+      << results[0].status.ToString();
+  EXPECT_NE(results[0].status.message().find(shrunk), std::string::npos)
+      << results[0].status.ToString();
+}
+
 // The public NCCL entry points: an id survives its hex form (how ranks pass
 // it on), bad text and bad ranks are clear errors before any CUDA or NCCL
 // call, and without libnccl (this machine) making an id says so.

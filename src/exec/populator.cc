@@ -38,6 +38,32 @@ Populator::Populator(const Plan& plan, std::atomic<size_t>* next_chunk,
   }
 }
 
+bool MostlyFresh(std::span<const uintptr_t> dsts,
+                 std::span<const uint64_t> sizes) {
+  constexpr uint64_t kSamples = 64;
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += s;
+  if (total == 0) return false;
+  const uint64_t step = std::max<uint64_t>(total / kSamples, 1);
+  uint64_t sampled = 0, resident = 0;
+  uint64_t at = 0;  // bytes before destination k
+  for (size_t k = 0; k < dsts.size() && k < sizes.size(); ++k) {
+    // The samples at multiples of STEP that fall in this destination.
+    for (uint64_t x = (at + step - 1) / step * step; x < at + sizes[k];
+         x += step) {
+      const uintptr_t page = (dsts[k] + (x - at)) / kPage * kPage;
+      unsigned char in_core = 0;
+      if (::mincore(reinterpret_cast<void*>(page), kPage, &in_core) != 0) {
+        return false;
+      }
+      ++sampled;
+      resident += in_core & 1;
+    }
+    at += sizes[k];
+  }
+  return sampled > 0 && 2 * resident < sampled;
+}
+
 int Populator::DefaultThreads() {
   const int hw = static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(hw / 8, 1, 4);

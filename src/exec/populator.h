@@ -15,12 +15,23 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "plan/plan.h"
 
 namespace weightlift::internal {
+
+// Whether host memory at DSTS (SIZES[k] bytes at DSTS[k]) is mostly
+// fresh: of up to 64 pages sampled evenly over its bytes, mincore finds
+// fewer than half resident. A caller's memory is often fresh too (a
+// tensor just made by torch.empty, a group load's buffers), and then a
+// Populator pays off as it does for the loader's own. False when mincore
+// refuses an address (not memory a process mapping holds) or there are no
+// bytes.
+bool MostlyFresh(std::span<const uintptr_t> dsts,
+                 std::span<const uint64_t> sizes);
 
 class Populator {
  public:

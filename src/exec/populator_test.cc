@@ -90,3 +90,37 @@ TEST(PopulatorTest, FinishStopsEarlyAndTwiceIsHarmless) {
 
 }  // namespace
 }  // namespace weightlift::internal
+
+namespace weightlift::internal {
+namespace {
+
+// MostlyFresh: untouched anonymous memory is fresh; once written, not; a
+// few touched pages among many fresh ones do not change that; an address
+// no mapping holds, or no bytes, is not.
+TEST(MostlyFreshTest, TellsFreshMemoryFromWrittenMemory) {
+  constexpr uint64_t kBytes = 8u << 20;
+  auto m = Mapping::Anonymous(kBytes, "mostly fresh test");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const uintptr_t base = reinterpret_cast<uintptr_t>(m->data());
+  // Two destinations: the first and second halves, one mid-page.
+  const std::vector<uintptr_t> dsts = {base, base + kBytes / 2 + 100};
+  const std::vector<uint64_t> sizes = {kBytes / 2 + 100, kBytes / 2 - 100};
+  EXPECT_TRUE(MostlyFresh(dsts, sizes));
+  std::memset(m->data(), 1, 16 * 4096);  // a few pages
+  EXPECT_TRUE(MostlyFresh(dsts, sizes));
+  std::memset(m->data(), 1, kBytes);
+  EXPECT_FALSE(MostlyFresh(dsts, sizes));
+
+  const std::vector<uint64_t> none = {0, 0};
+  EXPECT_FALSE(MostlyFresh(dsts, none));
+  auto gone = Mapping::Anonymous(kBytes, "unmapped");
+  ASSERT_TRUE(gone.ok());
+  const uintptr_t unmapped = reinterpret_cast<uintptr_t>(gone->data());
+  *gone = Mapping();  // unmaps it
+  const std::vector<uintptr_t> bad = {unmapped};
+  const std::vector<uint64_t> bad_size = {kBytes};
+  EXPECT_FALSE(MostlyFresh(bad, bad_size));
+}
+
+}  // namespace
+}  // namespace weightlift::internal

@@ -50,11 +50,12 @@ struct GroupPlanOptions {
   // False when the executor cannot read part of a tensor: then every
   // non-local tensor is broadcast whole.
   bool partial_reads = true;
-  // 0: automatic (AutoBatchBytes). Each batch costs a load's start and
-  // drain and a status exchange: on one H200, Llama-2-7B in a group of one
-  // took 263 ms plain, 303 / 314 / 362 / 505 ms in 4 / 13 / 45 / 163 batches
-  // (bench/results/2026-12-05-h200-session16, call D), while the overlap of
-  // reads and collectives wants only a few.
+  // 0: automatic (AutoBatchBytes). Each batch costs a status exchange and
+  // a wait for its reads. (Until session 18 it also cost a load's start
+  // and drain: on one H200, Llama-2-7B in a group of one took 263 ms plain,
+  // 303 / 314 / 362 / 505 ms in 4 / 13 / 45 / 163 batches;
+  // bench/results/2026-12-05-h200-session16, call D.) Smaller batches let
+  // the collectives start sooner behind the reads.
   uint64_t batch_bytes = 0;
 };
 
