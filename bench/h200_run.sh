@@ -46,6 +46,9 @@
 #            against every split on dim 0 (--plan colwise: the same bytes,
 #            no row runs), two rounds: what the row-parallel parts' row
 #            runs cost a rank (issue 11)
+#   groupone7  bench/group_one.py on llama2-7b: an NCCL group of one
+#            against the plain load (automatic, 256 MiB and 64 MiB
+#            batches; what a group load's own work costs)
 # compare stages: REPEAT (default 3) rounds per warm/shm cell and
 # COLD_REPEAT (default 2) per cold cell, round-robin, best kept and
 # every run logged; COMPARE_TIMEOUT (default 560 s); MODES (default
@@ -284,6 +287,19 @@ stage_tprows() {  # LAYOUT: what a rank's row runs cost (issue 11)
     >> "$SUMMARY"
 }
 
+stage_groupone() {  # LAYOUT: a group of one over NCCL against the plain load
+  local disk=/var/tmp/wl_$1
+  say "-- groupone $1 (bench/group_one.py: NCCL group of one vs plain)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  cat "$disk"/*.safetensors > /dev/null
+  local nccl
+  nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+  LD_LIBRARY_PATH=${nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    timeout 120 python3 "$ROOT/bench/group_one.py" --ckpt "$disk" \
+    --device cuda:0 --rounds 3 > "$OUT/groupone_$1.log" 2>&1
+  grep -E "x the plain load" "$OUT/groupone_$1.log" >> "$SUMMARY"
+}
+
 for s in "$@"; do
   case "$s" in
     build) stage_build || break ;;
@@ -304,6 +320,7 @@ for s in "$@"; do
     slices) stage_slices ;;
     firstcall7) stage_firstcall llama2-7b ;;
     tprows7) stage_tprows llama2-7b ;;
+    groupone7) stage_groupone llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done

@@ -311,14 +311,24 @@ TEST(NcclCommunicator, ARankThatNeverJoinsTimesOutTheInit) {
 struct RankResult {
   Status status;
   LoadResult result;
+  std::unique_ptr<Loader> loader;  // the rank's, after its load
+};
+
+// How RunGroupLoad runs its group: the collectives' timeout, and what
+// each rank's transport is (WRAP: made over the ThreadGroup's rank r;
+// by default that rank itself).
+struct GroupRun {
+  milliseconds timeout{30000};
+  std::function<std::unique_ptr<GroupTransport>(GroupTransport&, int)> wrap;
 };
 
 // Rank r loads CKPTS[r] (each rank its own copy, as on separate hosts).
 std::vector<RankResult> RunGroupLoad(
     const std::vector<const Checkpoint*>& ckpts,
-    const std::function<GroupLoadRequest(int)>& request) {
+    const std::function<GroupLoadRequest(int)>& request,
+    const GroupRun& run = {}) {
   const int n = static_cast<int>(ckpts.size());
-  ThreadGroup group(n, milliseconds(30000));
+  ThreadGroup group(n, run.timeout);
   std::vector<RankResult> out(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -333,8 +343,11 @@ std::vector<RankResult> RunGroupLoad(
         mine.status = loader.status();
         return;
       }
-      auto got = LoadWithGroup(**loader, *ckpts[static_cast<size_t>(r)],
-                               group.rank(r), request(r));
+      mine.loader = std::move(*loader);
+      std::unique_ptr<GroupTransport> wrapped =
+          run.wrap ? run.wrap(group.rank(r), r) : nullptr;
+      auto got = LoadWithGroup(*mine.loader, *ckpts[static_cast<size_t>(r)],
+                               wrapped ? *wrapped : group.rank(r), request(r));
       if (got.ok()) {
         mine.result = std::move(*got);
       } else {
@@ -750,30 +763,23 @@ TEST(LoadWithGroup, AFailedCollectiveMidLoadEndsTheReadsAndNamesIt) {
   SynthDir dir;
   auto ckpt = Checkpoint::Open(dir.path);
   ASSERT_TRUE(ckpt.ok());
-  const int n = 2;
-  ThreadGroup group(n, milliseconds(1500));
-  std::vector<Status> status(n);
-  std::vector<std::unique_ptr<Loader>> loaders(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      LoadOptions o;
-      o.threads = 1;
-      o.backend = Backend::kPread;
-      auto loader = Loader::Create(o);
-      ASSERT_TRUE(loader.ok());
-      loaders[r] = std::move(*loader);
-      GroupLoadRequest req;
-      req.batch_bytes = 4096;  // many batches
-      req.allgather_min_bytes = 1024;
-      // Rank 0's calls: the agreement, then per batch an exchange and the
-      // batch's collectives; call 4 is batch 1's exchange.
-      FailingTransport failing(group.rank(r), r == 0 ? 4 : 0);
-      auto got = LoadWithGroup(*loaders[r], *ckpt, failing, req);
-      status[r] = got.ok() ? Status::OK() : got.status();
-    });
-  }
-  for (auto& t : threads) t.join();
+  GroupRun run;
+  run.timeout = milliseconds(1500);
+  // Rank 0's calls: the agreement, then per batch an exchange and the
+  // batch's collectives; call 4 is batch 1's exchange.
+  run.wrap = [](GroupTransport& rank, int r) {
+    return std::make_unique<FailingTransport>(rank, r == 0 ? 4 : 0);
+  };
+  auto results = RunGroupLoad(
+      {&*ckpt, &*ckpt},
+      [](int) {
+        GroupLoadRequest req;
+        req.batch_bytes = 4096;  // many batches
+        req.allgather_min_bytes = 1024;
+        return req;
+      },
+      run);
+  const std::vector<Status> status = {results[0].status, results[1].status};
   EXPECT_EQ(status[0].code(), StatusCode::kIoError) << status[0].ToString();
   EXPECT_NE(status[0].message().find("injected failure of collective call 4"),
             std::string::npos)
@@ -782,7 +788,8 @@ TEST(LoadWithGroup, AFailedCollectiveMidLoadEndsTheReadsAndNamesIt) {
             std::string::npos)
       << status[0].ToString();
   EXPECT_FALSE(status[1].ok());
-  auto again = loaders[0]->Load(*ckpt);
+  ASSERT_NE(results[0].loader, nullptr);
+  auto again = results[0].loader->Load(*ckpt);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   const std::vector<std::vector<uint8_t>> files = FilesOf(*ckpt);
   for (const LoadedTensor& lt : again->tensors) {
