@@ -46,6 +46,10 @@
 #            against every split on dim 0 (--plan colwise: the same bytes,
 #            no row runs), two rounds: what the row-parallel parts' row
 #            runs cost a rank (issue 11)
+#   tpknobs7  bench/tp_phases.py, rank 0 of 8 and the whole load (n = 1),
+#            defaults against one copy stream, 8 MiB slots in a 192 MiB
+#            ring, and both: whether fewer, larger copies lift a rank's
+#            transfer (issue 11)
 #   groupone7  bench/group_one.py on llama2-7b: an NCCL group of one
 #            against the plain load (automatic, 256 MiB and 64 MiB
 #            batches; what a group load's own work costs)
@@ -287,6 +291,32 @@ stage_tprows() {  # LAYOUT: what a rank's row runs cost (issue 11)
     >> "$SUMMARY"
 }
 
+stage_tpknobs() {  # LAYOUT: fewer, larger copies for a rank of 8 (issue 11)
+  local disk=/var/tmp/wl_$1
+  say "-- tpknobs $1 (tp_phases.py: rank 0 of 8 and the whole load, staging knobs)"
+  synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
+  cat "$disk"/*.safetensors > /dev/null
+  # Why: a rank of 8 moves 1.9 GB in about 530 copies (3.6 MB on average)
+  # and its transfer runs at 0.86-0.90x of the ceiling against 0.93x for
+  # the whole load's 4.2 MB; a fixed cost of about 7 us per copy fits both
+  # and the 3 MiB / 4 MiB slot sweep of session 11. One copy stream saved
+  # a little there too (0.916-0.920x against 0.910-0.915x).
+  local opts
+  for round in 1 2; do
+    for n in 8 1; do
+      for opts in "" "--option copy_streams=1" \
+                  "--option cuda_chunk=8M --option staging=192M" \
+                  "--option cuda_chunk=8M --option staging=192M --option copy_streams=1"; do
+        # shellcheck disable=SC2086
+        timeout 60 python3 "$ROOT/bench/tp_phases.py" --ckpt "$disk" --n $n \
+          --calls 4 --device cuda:0 $opts
+      done
+    done
+  done > "$OUT/tpknobs_$1.log" 2>&1
+  grep -E " call [0-9]" "$OUT/tpknobs_$1.log" | sed -E 's/; take_tp.*seconds/ | seconds/' \
+    >> "$SUMMARY"
+}
+
 stage_groupone() {  # LAYOUT: a group of one over NCCL against the plain load
   local disk=/var/tmp/wl_$1
   say "-- groupone $1 (bench/group_one.py: NCCL group of one vs plain)"
@@ -321,6 +351,7 @@ for s in "$@"; do
     firstcall7) stage_firstcall llama2-7b ;;
     tprows7) stage_tprows llama2-7b ;;
     groupone7) stage_groupone llama2-7b ;;
+    tpknobs7) stage_tpknobs llama2-7b ;;
     *) say "unknown stage $s" ;;
   esac
 done
