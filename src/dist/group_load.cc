@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -199,21 +200,14 @@ class GroupReads {
       ended_ = true;
       return;
     }
-    thread_ = std::thread([this, &loader, &ckpt] {
-      LoadCallbacks cb;
-      cb.cancel = &cancel_;
-      cb.on_ready = [this](size_t k, const TensorInfo&) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (--pending_[batch_of_[k]] == 0) ready_.notify_all();
-      };
-      LoadReport report;
-      Status s = loader.LoadSlicesInto(ckpt, requests_, dests_, &report, cb);
-      std::lock_guard<std::mutex> lock(mu_);
-      status_ = std::move(s);
-      report_ = std::move(report);
+    try {
+      thread_ = std::thread([this, &loader, &ckpt] { Run(loader, ckpt); });
+    } catch (const std::system_error& e) {
+      status_ = Status::ResourceExhausted(
+          std::string("group load: cannot start the reading thread: ") +
+          e.what());
       ended_ = true;
-      ready_.notify_all();
-    });
+    }
   }
   GroupReads(const GroupReads&) = delete;
   GroupReads& operator=(const GroupReads&) = delete;
@@ -222,12 +216,14 @@ class GroupReads {
     if (thread_.joinable()) thread_.join();
   }
 
-  // Batch B's reads are all in place: OK. The load failed first: its
-  // error. LAST (the final batch): waits for the whole load, whose last
-  // checks (the files unchanged) come after the last tensor's arrival.
+  // Batch B's reads are all in place: OK (a later read may have failed
+  // since; its batch says so). The load failed first: its error. LAST
+  // (the final batch): waits for the whole load, whose last checks (the
+  // files unchanged) come after the last tensor's arrival.
   Status WaitForBatch(uint32_t b, bool last) {
     std::unique_lock<std::mutex> lock(mu_);
     ready_.wait(lock, [&] { return ended_ || (!last && pending_[b] == 0); });
+    if (!last && pending_[b] == 0) return Status::OK();
     if (!status_.ok()) return status_;
     if (pending_[b] != 0) {
       return Status::Internal(
@@ -241,6 +237,22 @@ class GroupReads {
   const LoadReport& report() const { return report_; }
 
  private:
+  void Run(Loader& loader, const Checkpoint& ckpt) {
+    LoadCallbacks cb;
+    cb.cancel = &cancel_;
+    cb.on_ready = [this](size_t k, const TensorInfo&) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_[batch_of_[k]] == 0) ready_.notify_all();
+    };
+    LoadReport report;
+    Status s = loader.LoadSlicesInto(ckpt, requests_, dests_, &report, cb);
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = std::move(s);
+    report_ = std::move(report);
+    ended_ = true;
+    ready_.notify_all();
+  }
+
   const std::vector<TensorRequest> requests_;
   const std::vector<Destination> dests_;
   const std::vector<uint32_t> batch_of_;
