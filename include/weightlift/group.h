@@ -125,16 +125,20 @@ Status AgreeOnGroupLoad(GroupTransport& group, const Device& device,
 // device for NcclCommunicator). Before any data moves the ranks all-gather
 // a fingerprint of the request and the checkpoint, and a rank that cannot
 // start says so: disagreement or a failed rank is InvalidArgument on every
-// rank, naming the ranks. Tensors come in checkpoint order: this rank's
-// parts (tensor_parallel) as Loader::LoadSlices gives them, the others in
-// one allocation of this call (256-byte aligned tensors); the
-// report counts this rank's reads (bytes_read) and notes what the group
-// delivered. The plan runs in batches; batch k + 1's reads (on a thread of
-// this call) overlap batch k's collectives (on the calling thread).
-// CALLBACKS.on_ready(i, tensor) comes, on the calling thread, for each
-// tensor once its bytes are final on this rank (a batch at a time), and
-// on_progress with the bytes final so far. On an error every rank stops
-// at its first failed collective; the memory goes to GROUP.Retain.
+// rank, naming the ranks. Tensors come in checkpoint order, in one
+// allocation of this call (256-byte aligned tensors): this rank's parts
+// (tensor_parallel) with the shape Loader::LoadSlices gives them, the
+// others whole; the report counts this rank's reads (bytes_read) and notes
+// what the group delivered. The plan runs in batches: this rank's reads of
+// every batch are one load on a thread of this call, and each batch's
+// collectives (on the calling thread) start once its reads are in place,
+// while later batches' reads go on. CALLBACKS.on_ready(i, tensor) comes,
+// on the calling thread, for each tensor once its bytes are final on this
+// rank (a batch at a time), and on_progress with the bytes final so far.
+// CALLBACKS.cancel, once true, stops this rank's reads; the rank then fails
+// the next batch's status exchange with Cancelled, so every rank stops. On
+// an error every rank stops at its first failed collective; the memory
+// goes to GROUP.Retain.
 StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& ckpt,
                                    GroupTransport& group,
                                    const GroupLoadRequest& request,

@@ -89,6 +89,8 @@ struct JobState {
   LoadReport report;  // LoadInto (Load: result->report)
   std::atomic<uint64_t> progress_done{0};
   std::atomic<uint64_t> progress_total{0};
+  // Job.cancel(): the load takes no more reads (LoadCallbacks::cancel).
+  std::atomic<bool> cancel{false};
 };
 
 // What a Job runs: Load(names), LoadInto(dests), LoadSlices(requests) or
@@ -126,6 +128,7 @@ class Job {
       st->progress_done.store(done, std::memory_order_relaxed);
       st->progress_total.store(total, std::memory_order_relaxed);
     };
+    cb.cancel = &state_->cancel;  // the thread holds state_ to its end
     thread_ = std::thread([loader = loader_, ckpt = ckpt_, st = state_,
                            names = std::move(names), dests = std::move(dests),
                            requests = std::move(requests), kind,
@@ -190,6 +193,11 @@ class Job {
     }
     return state_->done ? -2 : -1;
   }
+
+  // Stops the load: no more reads are taken, those in flight drain, and
+  // the load ends with CancelledError (unless it had ended already). Wait
+  // for the end before its memory is let go, as always.
+  void Cancel() { state_->cancel.store(true); }
 
   nb::tuple Progress() const {
     return nb::make_tuple(state_->progress_done.load(),
@@ -637,6 +645,7 @@ NB_MODULE(_native, m) {
       .def("wait", &Job::Wait, "timeout"_a)
       .def("next_ready", &Job::NextReady, "timeout"_a)
       .def("progress", &Job::Progress)
+      .def("cancel", &Job::Cancel)
       .def("finish", &Job::Finish)
       .def("take_tensors", &Job::TakeTensors, "memoryview"_a = false)
       .def("take_ready", &Job::TakeReady, "index"_a);

@@ -144,11 +144,11 @@ def wait(job: "_native.Job", progress: bool, total: int,
         if bar:
             bar.update(bar.total - bar.n)
     except BaseException:
-        # Ctrl-C, or no tqdm for the bar: the load cannot be stopped half
-        # way, so it is let end before the error goes up. Otherwise it would
-        # go on writing into the caller's tensors after the call returned
-        # (and over a later load into the same tensors).
-        _let_end(job)
+        # Ctrl-C, or no tqdm for the bar: the load is cancelled (no more
+        # reads) and its reads in flight end before the error goes up.
+        # Otherwise it would go on writing into the caller's tensors after
+        # the call returned (and over a later load into the same tensors).
+        stop(job)
         raise
     finally:
         if bar:
@@ -158,9 +158,14 @@ def wait(job: "_native.Job", progress: bool, total: int,
     return report
 
 
-def _let_end(job: "_native.Job") -> None:
-    """Waits until JOB's thread has stopped writing (its outcome is dropped:
-    the caller is already raising). A second Ctrl-C still goes up."""
+def stop(job: "_native.Job") -> None:
+    """Stops JOB early: cancels it (it takes no more reads; a native module
+    without Job.cancel lets it run to its end) and waits until its thread
+    has stopped writing. Its outcome is dropped: the caller is stopping or
+    already raising. A second Ctrl-C still goes up."""
+    cancel = getattr(job, "cancel", None)
+    if cancel is not None:
+        cancel()
     while not job.wait(0.5):
         pass
 

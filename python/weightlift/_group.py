@@ -515,8 +515,7 @@ class GroupLoad:
     def _close(self) -> None:
         if self.job is not None:
             job, self.job = self.job, None
-            while not job.wait(3600):
-                pass
+            _core.stop(job)
             self._loader_cm.__exit__(None, None, None)
 
     def _finish(self) -> None:

@@ -6,8 +6,8 @@ callback pushes each finished tensor's index into a thread-safe queue that
 the iterator drains, so a consumer can start (e.g. shard or quantize) while
 the rest is still in flight. Tensors come in completion order, not file
 order. If the load fails, the iterator raises the load's error (after the
-tensors that did land); abandoning the iterator waits for the load to end
-before the buffers can be freed.
+tensors that did land); closing the iterator early cancels the load and
+waits for its reads in flight before the buffers can be freed.
 """
 
 from __future__ import annotations
@@ -143,16 +143,16 @@ class TensorIterator:
             self._release()  # the load has ended, failed or not
 
     def close(self) -> None:
-        """Stops iterating; waits for the load to end (buffers in flight
-        must outlive it) and drops the ones not yet yielded."""
+        """Stops iterating: cancels the load, waits for its reads in flight
+        (their buffers must outlive them) and drops the tensors not yet
+        yielded."""
         with self._lock:
             self._close()
 
     def _close(self, pool: bool = True) -> None:
         if self._job is not None:
             job, self._job = self._job, None
-            while not job.wait(3600):
-                pass
+            _core.stop(job)
             if self._bar is not None:
                 self._bar.close()
             self._bufs = []

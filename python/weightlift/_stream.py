@@ -431,8 +431,7 @@ class TensorStream:
         pending, self._pending = self._pending, None
         if pending is not None and pending.job is not None:
             job, pending.job = pending.job, None
-            while not job.wait(3600):  # its buffer must outlive the load
-                pass
+            _core.stop(job)  # its buffer must outlive the reads in flight
         pending = None
         if self._current is not None:
             self._current.buffer = None
@@ -481,7 +480,8 @@ class TensorStream:
         _core.set_last_report(merged)
 
     def close(self) -> None:
-        """Stops early: waits for the load in flight, drops the windows."""
+        """Stops early: cancels the load in flight, waits for its reads in
+        flight, drops the windows."""
         self._close(ok=False)
 
     def __del__(self):

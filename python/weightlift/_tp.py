@@ -470,7 +470,8 @@ class TpIterator:
         return next(self._gen)
 
     def close(self) -> None:
-        """Stops early: waits for the load in flight, drops the rest."""
+        """Stops early: cancels the load in flight, waits for its reads in
+        flight, drops the rest."""
         self._gen.close()
 
     def _sliced(self, path, device, req, options):
@@ -507,8 +508,7 @@ class TpIterator:
                     items = None
             finally:
                 if job is not None:  # stopped early: its memory is in use
-                    while not job.wait(3600):
-                        pass
+                    _core.stop(job)
         total = sum(s.bytes for s in parts)
         self.report = make_report(device, reports, len(parts), total, 0,
                                   time.perf_counter() - t0, 0.0, notes)

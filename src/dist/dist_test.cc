@@ -320,6 +320,8 @@ struct RankResult {
 struct GroupRun {
   milliseconds timeout{30000};
   std::function<std::unique_ptr<GroupTransport>(GroupTransport&, int)> wrap;
+  // Rank r's LoadCallbacks (none by default).
+  std::function<LoadCallbacks(int)> callbacks;
 };
 
 // Rank r loads CKPTS[r] (each rank its own copy, as on separate hosts).
@@ -346,8 +348,10 @@ std::vector<RankResult> RunGroupLoad(
       mine.loader = std::move(*loader);
       std::unique_ptr<GroupTransport> wrapped =
           run.wrap ? run.wrap(group.rank(r), r) : nullptr;
-      auto got = LoadWithGroup(*mine.loader, *ckpts[static_cast<size_t>(r)],
-                               wrapped ? *wrapped : group.rank(r), request(r));
+      auto got =
+          LoadWithGroup(*mine.loader, *ckpts[static_cast<size_t>(r)],
+                        wrapped ? *wrapped : group.rank(r), request(r),
+                        run.callbacks ? run.callbacks(r) : LoadCallbacks{});
       if (got.ok()) {
         mine.result = std::move(*got);
       } else {
@@ -799,6 +803,35 @@ TEST(LoadWithGroup, AFailedCollectiveMidLoadEndsTheReadsAndNamesIt) {
               0)
         << lt.name;
   }
+}
+
+// A rank whose caller cancels its group load stops reading and fails with
+// Cancelled; the other rank learns it at that batch's status exchange.
+TEST(LoadWithGroup, ACancelledRankStopsEveryRank) {
+  SynthDir dir;
+  auto ckpt = Checkpoint::Open(dir.path);
+  ASSERT_TRUE(ckpt.ok());
+  std::atomic<bool> cancel{true};  // before it starts: deterministic
+  GroupRun run;
+  run.callbacks = [&](int r) {
+    LoadCallbacks cb;
+    if (r == 1) cb.cancel = &cancel;
+    return cb;
+  };
+  auto results = RunGroupLoad(
+      {&*ckpt, &*ckpt},
+      [](int) {
+        GroupLoadRequest req;
+        req.batch_bytes = 4096;
+        return req;
+      },
+      run);
+  EXPECT_EQ(results[1].status.code(), StatusCode::kCancelled)
+      << results[1].status.ToString();
+  EXPECT_NE(results[0].status.message().find(
+                "rank 1 could not read its bytes of batch 0: Cancelled"),
+            std::string::npos)
+      << results[0].status.ToString();
 }
 
 // A rank whose file shrank after it was opened cannot read its bytes: it

@@ -6,6 +6,7 @@
 // their reads succeeded.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -187,11 +188,14 @@ void AddReads(const LoadReport& part, LoadReport& into) {
 // writes into the destinations once it is gone.
 class GroupReads {
  public:
+  // CALLER_CANCEL: the group load's own LoadCallbacks::cancel (may be
+  // null), seen while waiting for a batch.
   GroupReads(Loader& loader, const Checkpoint& ckpt,
              std::vector<TensorRequest> requests,
              std::vector<Destination> dests, std::vector<uint32_t> batch_of,
-             uint32_t batches)
-      : requests_(std::move(requests)),
+             uint32_t batches, const std::atomic<bool>* caller_cancel)
+      : caller_cancel_(caller_cancel),
+        requests_(std::move(requests)),
         dests_(std::move(dests)),
         batch_of_(std::move(batch_of)),
         pending_(batches, 0) {
@@ -217,12 +221,22 @@ class GroupReads {
   }
 
   // Batch B's reads are all in place: OK (a later read may have failed
-  // since; its batch says so). The load failed first: its error. LAST
-  // (the final batch): waits for the whole load, whose last checks (the
-  // files unchanged) come after the last tensor's arrival.
+  // since; its batch says so). The load failed first: its error. The
+  // caller cancelled the group load: Cancelled, the reads cancelled too.
+  // LAST (the final batch): waits for the whole load, whose last checks
+  // (the files unchanged) come after the last tensor's arrival.
   Status WaitForBatch(uint32_t b, bool last) {
     std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] { return ended_ || (!last && pending_[b] == 0); });
+    auto done = [&] { return ended_ || (!last && pending_[b] == 0); };
+    while (true) {
+      if (caller_cancel_ != nullptr && caller_cancel_->load()) {
+        Cancel();
+        return Status::Cancelled("the load was cancelled by its caller");
+      }
+      if (done()) break;
+      // The caller's flag wakes no one: look at it every 20 ms.
+      ready_.wait_for(lock, std::chrono::milliseconds(20), done);
+    }
     if (!last && pending_[b] == 0) return Status::OK();
     if (!status_.ok()) return status_;
     if (pending_[b] != 0) {
@@ -253,6 +267,7 @@ class GroupReads {
     ready_.notify_all();
   }
 
+  const std::atomic<bool>* const caller_cancel_;
   const std::vector<TensorRequest> requests_;
   const std::vector<Destination> dests_;
   const std::vector<uint32_t> batch_of_;
@@ -442,7 +457,7 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     batch_of.push_back(s.batch);
   }
   GroupReads reads(loader, ckpt, std::move(requests), std::move(dests),
-                   std::move(batch_of), plan.batches);
+                   std::move(batch_of), plan.batches, callbacks.cancel);
 
   LoadReport report;
   report.device = device;
