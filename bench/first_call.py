@@ -19,9 +19,9 @@ ceiling (bench/ceiling.py: 4 GiB, best of 3) is measured AFTER the calls,
 so that nothing allocates or frees device memory before the first call. On
 a cpu device (a smoke run) there is no ceiling and no ratio.
 
---prepared: before the clock, weightlift.prepare(DEV, **opts) and 0.2 s of
-sleep, as a server that makes its loader while it builds its model (the
-vLLM plugin does); the first call is then not a fresh process's (issue 13
+--prepared: before the clock, weightlift.prepare(DEV, checkpoint=DIR,
+**opts) and 0.2 s of sleep, as a server that makes its loader and opens
+its checkpoint while it builds its model (the vLLM plugin does); the first call is then not a fresh process's (issue 13
 times that one), and the output says so.
 
 Per call: wall time, GB/s, ratio to the ceiling, the report's accounting
@@ -76,7 +76,7 @@ def main():
     torch.empty(1, device=a.device)  # the CUDA context, before the clock
     prepared = None
     if a.prepared:  # the loader made, its ring pinned, before the clock
-        prepared = weightlift.prepare(a.device, **opts)
+        prepared = weightlift.prepare(a.device, checkpoint=a.dir, **opts)
         time.sleep(0.2)
     sync()
     rows, held, sd = [], [], None

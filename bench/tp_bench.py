@@ -33,7 +33,8 @@ does, so their loaders share the cores (--no-local-world-size: not).
 --option passes load options to every weightlift rank (e.g. backend=pread);
 --modes runs only some of the three measurements. --prepared: each
 weightlift rank calls weightlift.prepare with its load's arguments (its
-loader made, its staging ring pinned, the tensor-parallel code imported)
+loader made, its staging ring pinned, the tensor-parallel code imported,
+the checkpoint opened)
 before the barrier and then waits 0.2 s, as a server that prepared
 its loader while it built its model (the vLLM plugin does); without it, a
 rank's first call makes its loader on the clock. The weightlift package
@@ -125,8 +126,9 @@ def run_rank(args):
         # As a server does before it builds its model; 0.2 s stands in for
         # the model's construction, while the loader's workers pin their
         # staging ring.
-        weightlift.prepare(dev, tp_rank=args.r, tp_size=args.n,
-                           tp_plan=LLAMA_PLAN, **parse_options(args.option))
+        weightlift.prepare(dev, checkpoint=args.ckpt, tp_rank=args.r,
+                           tp_size=args.n, tp_plan=LLAMA_PLAN,
+                           **parse_options(args.option))
         time.sleep(0.2)
     if args.method == "pinned_copy":  # its memory, before the clock
         nbytes = rank_bytes(args.ckpt, args.n, args.r)

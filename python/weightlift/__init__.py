@@ -77,7 +77,7 @@ last_report = _core.last_report
 release_cached_loaders = _core.release_cached_loaders
 
 
-def prepare(device: Any, **options) -> float:
+def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     """Makes, now, the loader that later loads with these options use: its
     threads, its CUDA streams and its staging ring, which its workers go on
     pinning in the background for a few milliseconds. A server calls it
@@ -102,6 +102,13 @@ def prepare(device: Any, **options) -> float:
     with the same options (a second call costs nothing;
     ``release_cached_loaders()`` frees it).
 
+    With ``checkpoint`` (a local path, as the load will be given it), the
+    checkpoint is opened now too, its headers read and checked (raising
+    what the load would raise for a missing or malformed one), and kept for
+    the next load of that path, which takes it while none of its files has
+    changed; one is kept at a time, holding its files open until another
+    ``prepare(checkpoint=)`` or ``release_cached_loaders()``.
+
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an
     earlier call took it. That first load's report then counts no setup,
@@ -112,6 +119,8 @@ def prepare(device: Any, **options) -> float:
     opts = {k: v for k, v in options.items()
             if k not in _TP_KEYWORDS and k != "progress"}
     setup = _core.check_options(dict(opts, device=dev), take_setup=True)
+    if checkpoint is not None:
+        _core.prepare_checkpoint(checkpoint)
     if any(options.get(k) is not None for k in _TP_KEYWORDS):
         from . import _tp  # noqa: F401 - imported ahead of the first load
         if options.get("process_group") is not None:

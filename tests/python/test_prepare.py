@@ -157,3 +157,72 @@ def test_a_handles_first_read_is_not_charged_its_loader(ckpt):
     weightlift.release_cached_loaders()
     sd = weightlift.load_checkpoint(path, **opts)
     assert sd.report.setup_seconds > 0
+
+
+def test_a_prepared_checkpoint_is_the_next_loads(ckpt, tmp_path):
+    """prepare(checkpoint=) opens it now; the next loads of that path take
+    the opened checkpoint (no second header parse) and load its bytes."""
+    path, want = ckpt
+    weightlift.prepare("cpu", checkpoint=path)
+    kept = _core._prepared_checkpoint[1]
+    assert _core.open_checkpoint(path) is kept
+    # The same file by another spelling of its path.
+    rel = tmp_path / "." / "model.safetensors"
+    assert _core.open_checkpoint(str(rel)) is kept
+    sd = weightlift.load_checkpoint(path)
+    for k, t in want.items():
+        assert torch.equal(sd[k], t), k
+    # Another checkpoint is opened as usual.
+    other = str(tmp_path / "other.safetensors")
+    safetensors.torch.save_file({"x": torch.ones(3)}, other)
+    assert _core.open_checkpoint(other) is not kept
+    weightlift.release_cached_loaders()
+    assert _core._prepared_checkpoint is None
+    assert _core.open_checkpoint(path) is not kept
+
+
+def test_a_prepared_checkpoint_rewritten_since_is_opened_again(ckpt):
+    """A file replaced after prepare (new contents, or the same size
+    written again) is not served from the kept checkpoint: the load reads
+    the file as it is now."""
+    path, want = ckpt
+    weightlift.prepare("cpu", checkpoint=path)
+    kept = _core._prepared_checkpoint[1]
+    new = {k: t + 1 for k, t in want.items()}
+    safetensors.torch.save_file(new, path)  # same layout, same size
+    assert _core.open_checkpoint(path) is not kept
+    sd = weightlift.load_checkpoint(path)
+    for k, t in new.items():
+        assert torch.equal(sd[k], t), k
+
+
+def test_a_sharded_prepared_checkpoint_notices_a_changed_shard(tmp_path):
+    """A folder with an index: the kept checkpoint stands while the folder,
+    the index and every shard are unchanged; a shard touched since is a
+    miss."""
+    import os
+    d = tmp_path / "sharded"
+    d.mkdir()
+    a = {"a": torch.arange(6.0)}
+    b = {"b": torch.arange(4.0)}
+    safetensors.torch.save_file(a, str(d / "s1.safetensors"))
+    safetensors.torch.save_file(b, str(d / "s2.safetensors"))
+    (d / "model.safetensors.index.json").write_text(
+        '{"weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}')
+    weightlift.prepare("cpu", checkpoint=d)
+    kept = _core._prepared_checkpoint[1]
+    assert _core.open_checkpoint(str(d)) is kept
+    st = os.stat(d / "s2.safetensors")
+    os.utime(d / "s2.safetensors",
+             ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert _core.open_checkpoint(str(d)) is not kept
+
+
+def test_preparing_a_missing_checkpoint_raises_as_the_load_does(tmp_path):
+    missing = str(tmp_path / "nope")
+    with pytest.raises(weightlift.NotFoundError) as want:
+        weightlift.load_checkpoint(missing)
+    with pytest.raises(weightlift.NotFoundError) as got:
+        weightlift.prepare("cpu", checkpoint=missing)
+    assert str(got.value) == str(want.value)
+    assert _core._prepared_checkpoint is None

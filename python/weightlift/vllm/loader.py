@@ -116,7 +116,11 @@ class WeightliftModelLoader(BaseModelLoader):
         load_device = getattr(vllm_config.load_config, "device", None)
         device = torch.device(vllm_config.device_config.device
                               if load_device is None else load_device)
-        self._prepared_s = weightlift.prepare(device, **self.options.load)
+        # The checkpoint is opened now too (its headers read and checked),
+        # so a missing or malformed one fails before the model is built.
+        self._prepared_s = weightlift.prepare(
+            device, checkpoint=self._checkpoint_path(model_config),
+            **self.options.load)
         return super().create_model(vllm_config, model_config, prefix)
 
     def load_weights(self, model: nn.Module, model_config: ModelConfig) -> None:
