@@ -610,6 +610,45 @@ TEST_F(CudaLoaderTest, TruncatedFileFailsWithNothingLoaded) {
   }
 }
 
+// LoadCallbacks::cancel through pinned staging: set once the first tensor
+// is on the device, the load takes no more chunks, waits for the copies in
+// flight, fails with Cancelled and frees its device memory; the loader then
+// loads everything bit-exact.
+TEST_F(CudaLoaderTest, CancelledLoadDrainsItsCopiesAndFreesEverything) {
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < 32; ++i) {
+    specs.push_back(Spec("t" + std::to_string(i), "F32", {256u << 10}));
+  }
+  std::string p = Write("cancel.safetensors", specs, 21);
+  auto ck = Checkpoint::Open(p);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  LoadOptions o = SmallStaging(1);  // one worker, 64 KiB slots: 512 chunks
+  o.gds = GdsMode::kOff;
+  auto loader = Loader::Create(o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  const size_t before = FreeDeviceBytes();
+  std::atomic<bool> cancel{false};
+  std::atomic<int> ready{0};
+  LoadCallbacks cb;
+  cb.cancel = &cancel;
+  cb.on_ready = [&](size_t, const TensorInfo&) {
+    ++ready;
+    cancel = true;
+  };
+  auto r = (*loader)->Load(*ck, {}, cb);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status().ToString();
+  EXPECT_LT(ready.load(), 8) << "the reads went on after the cancel";
+  EXPECT_EQ(FreeDeviceBytes(), before) << "device memory not back";
+  auto again = (*loader)->Load(*ck);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  for (const LoadedTensor& t : again->tensors) {
+    const TensorInfo* ti = ck->Find(t.name);
+    ASSERT_NE(ti, nullptr);
+    EXPECT_EQ(DeviceBytes(t.data, t.size), FileBytes(*ck, *ti)) << t.name;
+  }
+}
+
 TEST_F(CudaLoaderTest, LoaderReusedForSeveralLoadsAndOwnersOutliveIt) {
   std::string p = Write("reuse.safetensors", AllDTypeSpecs(), 13, true);
   auto ck = Checkpoint::Open(p);

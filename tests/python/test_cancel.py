@@ -8,6 +8,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import weightlift
+from conftest import needs_cuda
 from weightlift import _core
 
 # 16 tensors of 4 MiB: with one reading thread and 256 KiB reads, 256
@@ -70,3 +71,26 @@ def test_stop_cancels_and_waits(ckpt):
         assert job.wait(0)
         with pytest.raises(weightlift.CancelledError):
             job.finish()
+
+
+@needs_cuda
+def test_a_cancelled_cuda_load_ends_and_the_next_one_is_exact(ckpt):
+    """Through pinned staging: the cancel ends the job after its copies in
+    flight; an iterator closed early cancels as on the host; the next load
+    to the device is bit-exact."""
+    ck = _core.open_checkpoint(ckpt)
+    opts = {"device": "cuda:0", "threads": 1, "chunk": 256 << 10,
+            "cuda_chunk": 256 << 10, "staging": 1 << 20}
+    with _core.pooled_loader(opts) as loader:
+        job = loader.start_load(ck, [])
+        assert job.next_ready(30) >= 0
+        _core.stop(job)
+        with pytest.raises(weightlift.CancelledError):
+            job.finish()
+    it = weightlift.iter_tensors(ckpt, device="cuda:0", threads=1)
+    next(it)
+    it.close()
+    sd = weightlift.load_checkpoint(ckpt, device="cuda:0")
+    want = load_file(ckpt)
+    for k, t in want.items():
+        assert torch.equal(sd[k].cpu(), t), k
