@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from . import _errors, _native
-from .report import (LoadReport, add_counts, counted_notes_once,
-                     uncounted_notes)
+from .report import LoadReport, add_reads, counted_notes_once
 
 DEFAULT_GROUP_TIMEOUT_S = 300.0
 # What a rank of a group load can be refused for before the load (bad input,
@@ -140,19 +139,10 @@ def make_report(device: str, reports: List[LoadReport], tensors: int,
          "counts": {}, "notes": []}
     texts = []
     for r in reports:
-        d["bytes_read"] += r.bytes_read or 0
-        # A first call's loader creation: part of the call, so part of the
-        # phases (a batch load's later parts reuse the loader: 0).
-        d["setup_seconds"] += r.setup_seconds or 0
-        d["open_seconds"] += r.open_seconds or 0
-        d["alloc_seconds"] += r.alloc_seconds or 0
-        d["transfer_seconds"] += r.transfer_seconds or 0
-        d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes or 0)
-        d["device_bytes"] += r.device_bytes or 0
-        d["threads"] = max(d["threads"], r.threads or 0)
-        d["files"] += [f.as_dict() for f in r.files]
-        add_counts(d["counts"], r.counts)
-        d["notes"] += uncounted_notes(r)  # the counted ones: once, below
+        # A first call's loader creation is part of the call, so part of the
+        # phases (a batch load's later parts reuse the loader: 0); the
+        # counted notes are said once, below.
+        add_reads(d, r)
         texts.append(str(r))
     over = d["bytes_read"] - delivered
     notes = notes + [f"tp: read {d['bytes_read']} bytes for {delivered} "

@@ -82,14 +82,9 @@ class LoadReport:
         d = reports[0].as_dict()
         d["notes"] = uncounted_notes(reports[0])
         for r in reports[1:]:
-            for k in ("tensors", "bytes", "bytes_read", "seconds",
-                      "setup_seconds", "open_seconds", "alloc_seconds",
-                      "transfer_seconds", "device_bytes"):
+            add_reads(d, r)
+            for k in ("tensors", "bytes", "seconds"):
                 d[k] += getattr(r, k)
-            d["staging_bytes"] = max(d["staging_bytes"], r.staging_bytes)
-            d["files"] += [f.as_dict() for f in r.files]
-            add_counts(d["counts"], r.counts)
-            d["notes"] += uncounted_notes(r)
             d["device"] += "," + r.device
         if files_by_path:
             d["files"] = _files_by_path(d["files"])
@@ -116,6 +111,22 @@ class LoadReport:
         return (f"<LoadReport {self.tensors} tensors, {self.bytes} bytes in "
                 f"{self.seconds:.3f} s ({self.gb_per_s:.2f} GB/s) on "
                 f"{self.device}>")
+
+
+def add_reads(d: Dict[str, Any], part: LoadReport) -> None:
+    """Adds what the load behind PART read to D (a report's as_dict() of a
+    load made of several run one after another): bytes read, the phases
+    and device memory add up, staging and threads are the largest any part
+    used, the files, counts and uncounted notes are appended (the counted
+    ones are said once for the whole: counted_notes_once)."""
+    for k in ("bytes_read", "setup_seconds", "open_seconds", "alloc_seconds",
+              "transfer_seconds", "device_bytes"):
+        d[k] += getattr(part, k) or 0
+    d["staging_bytes"] = max(d["staging_bytes"], part.staging_bytes or 0)
+    d["threads"] = max(d["threads"], part.threads or 0)
+    d["files"] += [f.as_dict() for f in part.files]
+    add_counts(d["counts"], part.counts)
+    d["notes"] += uncounted_notes(part)
 
 
 def add_counts(into: Dict[str, int], part: Dict[str, int]) -> None:
