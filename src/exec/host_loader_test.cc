@@ -14,6 +14,7 @@
 #include "env/fault_file.h"
 #include "env/page_cache.h"
 #include "env/testing/temp_dir.h"
+#include "exec/testing/cancel_on_first_ready.h"
 #include "exec/testing/report_notes.h"
 #include "format/writer.h"
 #include "util/testing/reference_gather.h"
@@ -361,15 +362,8 @@ TEST_F(HostLoaderTest, CancelStopsTheLoadWithCancelled) {
     o.threads = 1;  // one worker: every chunk after the cancel is untaken
     auto loader = CreateHostLoader(o);
     ASSERT_TRUE(loader.ok());
-    std::atomic<bool> cancel{false};
-    std::atomic<int> ready{0};
-    LoadCallbacks cb;
-    cb.cancel = &cancel;
-    cb.on_ready = [&](size_t, const TensorInfo&) {
-      ++ready;
-      cancel = true;
-    };
-    auto r = (*loader)->Load(*ckpt_, {}, cb);
+    testing::CancelOnFirstReady cancel;
+    auto r = (*loader)->Load(*ckpt_, {}, cancel.callbacks());
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kCancelled)
         << r.status().ToString();
@@ -379,12 +373,12 @@ TEST_F(HostLoaderTest, CancelStopsTheLoadWithCancelled) {
     // The zero-size tensor is ready at the start; the reads stopped after
     // the chunk that completed the first tensor with bytes, far short of
     // every tensor.
-    EXPECT_LT(ready.load(), static_cast<int>(ckpt_->tensors().size()) / 2);
+    EXPECT_LT(cancel.ready(), static_cast<int>(ckpt_->tensors().size()) / 2);
 
     std::vector<std::byte> buf(ckpt_->Find("big.b")->size);
     std::vector<Destination> d = {{"big.b", buf.data(), buf.size()}};
     LoadCallbacks already;
-    already.cancel = &cancel;  // still true
+    already.cancel = cancel.flag();  // still true
     EXPECT_EQ((*loader)->LoadInto(*ckpt_, d, nullptr, already).code(),
               StatusCode::kCancelled);
 

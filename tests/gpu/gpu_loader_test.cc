@@ -29,6 +29,7 @@
 #include "device_baselines.h"
 #include "env/fault_file.h"
 #include "env/page_cache.h"
+#include "exec/testing/cancel_on_first_ready.h"
 #include "exec/testing/report_notes.h"
 #include "gpu_test_fixture.h"
 #include "st_builder.h"
@@ -627,18 +628,11 @@ TEST_F(CudaLoaderTest, CancelledLoadDrainsItsCopiesAndFreesEverything) {
   auto loader = Loader::Create(o);
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   const size_t before = FreeDeviceBytes();
-  std::atomic<bool> cancel{false};
-  std::atomic<int> ready{0};
-  LoadCallbacks cb;
-  cb.cancel = &cancel;
-  cb.on_ready = [&](size_t, const TensorInfo&) {
-    ++ready;
-    cancel = true;
-  };
-  auto r = (*loader)->Load(*ck, {}, cb);
+  internal::testing::CancelOnFirstReady cancel;
+  auto r = (*loader)->Load(*ck, {}, cancel.callbacks());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled) << r.status().ToString();
-  EXPECT_LT(ready.load(), 8) << "the reads went on after the cancel";
+  EXPECT_LT(cancel.ready(), 8) << "the reads went on after the cancel";
   EXPECT_EQ(FreeDeviceBytes(), before) << "device memory not back";
   auto again = (*loader)->Load(*ck);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
