@@ -107,7 +107,10 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     what the load would raise for a missing or malformed one), and kept for
     the next load of that path, which takes it while none of its files has
     changed; one is kept at a time, holding its files open until another
-    ``prepare(checkpoint=)`` or ``release_cached_loaders()``.
+    ``prepare(checkpoint=)`` or ``release_cached_loaders()``. With
+    ``checkpoint`` and a rank's ``tp_rank``, ``tp_size`` and ``tp_plan``
+    (no ``process_group``), the rank's request is made now too, for that
+    load to take.
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an
@@ -122,9 +125,12 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     if checkpoint is not None:
         _core.prepare_checkpoint(checkpoint)
     if any(options.get(k) is not None for k in _TP_KEYWORDS):
-        from . import _tp  # noqa: F401 - imported ahead of the first load
+        from . import _tp  # imported ahead of the first load
         if options.get("process_group") is not None:
             from . import _group  # noqa: F401
+        elif checkpoint is not None:
+            _tp.prepare_rank(checkpoint, {k: options[k] for k in _TP_KEYWORDS
+                                          if k in options})
     return setup
 
 

@@ -40,6 +40,9 @@ def set_last_report(report) -> None:
 # prepare has otherwise taken everything off; looking the identities up
 # again is a few stat calls.
 _prepared_checkpoint: Optional[tuple] = None
+# A tensor-parallel rank's request prepare(checkpoint=, tp_*) made for the
+# kept checkpoint: (checkpoint, (rank, size, plan), (requests, info)).
+_prepared_tp: Optional[tuple] = None
 
 
 def _identities(path: str, ckpt: "_native.Checkpoint") -> Optional[tuple]:
@@ -78,7 +81,28 @@ def prepare_checkpoint(path: Any) -> None:
         _prepared_checkpoint = (path, ckpt, ids)
 
 
-def _take_prepared(path) -> Optional["_native.Checkpoint"]:
+def keep_tp_request(ckpt: "_native.Checkpoint", key: tuple,
+                    made: tuple) -> None:
+    """Keeps MADE (tp_requests' (requests, info)) for KEY (rank, size,
+    plan) of CKPT, the checkpoint prepare kept."""
+    global _prepared_tp
+    entry = _prepared_checkpoint
+    if entry is not None and entry[1] is ckpt:
+        _prepared_tp = (ckpt, key, made)
+
+
+def kept_tp_request(ckpt: "_native.Checkpoint", key: tuple
+                    ) -> Optional[tuple]:
+    """The (requests, info) keep_tp_request kept for KEY of CKPT, or None."""
+    entry = _prepared_tp
+    if entry is None or entry[0] is not ckpt or entry[1] != key:
+        return None
+    return entry[2]
+
+
+def kept_checkpoint(path) -> Optional["_native.Checkpoint"]:
+    """The checkpoint prepare(checkpoint=) kept for PATH, while it still
+    stands for it; None otherwise."""
     entry = _prepared_checkpoint
     if entry is None or not isinstance(path, str) or "://" in path:
         return None
@@ -98,7 +122,7 @@ def open_checkpoint(path: Any) -> "_native.Checkpoint":
         # file.
         raise _errors.NotFoundError(f"No such file or directory: {path}",
                                     code="NotFound")
-    prepared = _take_prepared(path)
+    prepared = kept_checkpoint(path)
     if prepared is not None:
         return prepared
     try:
@@ -185,8 +209,8 @@ def check_options(options: Dict[str, Any], take_setup: bool = False) -> float:
 def release_cached_loaders() -> None:
     """Frees the staging memory of every idle cached loader, and lets go of
     the checkpoint prepare(checkpoint=) kept open."""
-    global _prepared_checkpoint
-    _prepared_checkpoint = None
+    global _prepared_checkpoint, _prepared_tp
+    _prepared_checkpoint = _prepared_tp = None
     with _pool_lock:
         _idle.clear()
 

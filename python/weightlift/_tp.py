@@ -77,6 +77,32 @@ def take_tp(options: Dict[str, Any], path: Any) -> Optional[TpRequest]:
     return req
 
 
+def rank_requests(ckpt, req: TpRequest):
+    """_native.tp_requests of REQ's rank over CKPT: (requests, info). The C++
+    shard rule makes them (no Python object per tensor); a bad rank, size
+    or word raises. Taken from prepare(checkpoint=, tp_*) when it made
+    them for this checkpoint and these arguments."""
+    key = (req.rank, req.size, tuple(req.plan))
+    kept = _core.kept_tp_request(ckpt, key)
+    if kept is not None:
+        return kept
+    return _native.tp_requests(ckpt, req.rank, req.size, req.plan)
+
+
+def prepare_rank(path: Any, options: Dict[str, Any]) -> None:
+    """prepare(checkpoint=PATH, tp_rank=, tp_size=, tp_plan=) in slice mode:
+    makes the rank's request for the checkpoint prepare kept, for its load
+    to take (a bad rank, size or plan raises here, as that load would)."""
+    req = take_tp(dict(options), path)
+    if req is None or req.group is not None or req.error is not None:
+        return
+    ckpt = _core.kept_checkpoint(path)
+    if ckpt is None:  # not kept (a remote checkpoint): nothing to keep for
+        return
+    made = _native.tp_requests(ckpt, req.rank, req.size, req.plan)
+    _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made)
+
+
 def normalize_plan(plan: Any, path: Any, notes: List[str]
                    ) -> List[Tuple[str, str]]:
     """[(pattern, word)] in order from a dict, a list of pairs, a JSON file
@@ -328,8 +354,7 @@ def load_sliced(path: Any, device: str, req: TpRequest, options: Dict[str, Any],
         ckpt = opening.result()
         # The shard rule and the request stay in C++ (no Python object per
         # tensor); a bad rank, size or word raises here.
-        requests, info = _native.tp_requests(ckpt, req.rank, req.size,
-                                             req.plan)
+        requests, info = rank_requests(ckpt, req)
         notes = tp_notes(req, info, req.rank, req.size)
         total = info["bytes"]
         job = loader.start_load_tp(ckpt, requests)
@@ -362,8 +387,7 @@ def _load_sliced_into_block(path: Any, device: str, req: TpRequest,
     def prepare(ckpt):
         # The shard rule stays in C++; a bad rank, size or word raises here,
         # an unsupported dtype before the block is taken.
-        requests, info = _native.tp_requests(ckpt, req.rank, req.size,
-                                             req.plan)
+        requests, info = rank_requests(ckpt, req)
         _load_torch.check_dtypes(info["layout"])
         return requests, info, _load_torch._block(info["device_bytes"],
                                                   torch.device(device))

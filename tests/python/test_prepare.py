@@ -226,3 +226,39 @@ def test_preparing_a_missing_checkpoint_raises_as_the_load_does(tmp_path):
         weightlift.prepare("cpu", checkpoint=missing)
     assert str(got.value) == str(want.value)
     assert _core._prepared_checkpoint is None
+
+
+def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
+    """prepare(checkpoint=, tp_rank=, tp_size=, tp_plan=) makes the rank's
+    request (the C++ shard rule over the kept checkpoint) ahead; the load
+    with the same arguments takes it and delivers tensor_split's part; other
+    arguments make their own."""
+    g = torch.Generator().manual_seed(3)
+    want = {"w.0": torch.randn(8, 6, generator=g),
+            "w.1": torch.randn(6, 8, generator=g),
+            "bias": torch.randn(6, generator=g)}
+    path = str(tmp_path / "tp.safetensors")
+    safetensors.torch.save_file(want, path)
+    plan = {"w.0": "colwise", "w.1": "rowwise"}
+    weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
+                       tp_plan=plan)
+    ckpt, key, made = _core._prepared_tp
+    assert ckpt is _core._prepared_checkpoint[1]
+    assert key == (1, 2, (("w.0", "colwise"), ("w.1", "rowwise")))
+    from weightlift import _tp
+    req = _tp.take_tp(dict(tp_rank=1, tp_size=2, tp_plan=plan), path)
+    assert _tp.rank_requests(ckpt, req) is made
+    other = _tp.take_tp(dict(tp_rank=0, tp_size=2, tp_plan=plan), path)
+    assert _tp.rank_requests(ckpt, other) is not made
+    sd = weightlift.load_checkpoint(path, tp_rank=1, tp_size=2, tp_plan=plan)
+    assert torch.equal(sd["w.0"], torch.tensor_split(want["w.0"], 2, 0)[1])
+    assert torch.equal(sd["w.1"], torch.tensor_split(want["w.1"], 2, -1)[1])
+    assert torch.equal(sd["bias"], want["bias"])
+    # A bad rank raises at prepare, as the load would.
+    with pytest.raises(weightlift.InvalidArgumentError):
+        weightlift.load_checkpoint(path, tp_rank=2, tp_size=2, tp_plan=plan)
+    with pytest.raises(weightlift.InvalidArgumentError):
+        weightlift.prepare("cpu", checkpoint=path, tp_rank=2, tp_size=2,
+                           tp_plan=plan)
+    weightlift.release_cached_loaders()
+    assert _core._prepared_tp is None
