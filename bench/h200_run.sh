@@ -6,7 +6,8 @@
 #
 # Stages:
 #   build    configure + build (Release, Python module on) into build-gpu
-#   tests    GPU tests (ctest -L gpu), Python tests on CUDA (incl. the
+#   tests    GPU tests (ctest -L gpu), the NCCL group loads (dist_tests
+#            Nccl*:LoadWithGroup*), Python tests on CUDA (incl. the
 #            transformers end-to-end test), `verify --hash` cuda vs cpu
 #   bench7   synth llama2-7b (tmpfs + disk), `weightlift bench` cold/warm
 #            from disk and from tmpfs, against the ceilings and naive paths
@@ -101,6 +102,13 @@ stage_tests() {
   timeout 300 ctest --test-dir "$BUILD" -L gpu --output-on-failure \
     > "$OUT/tests.log" 2>&1
   say "gpu tests: $(grep -E 'tests passed' "$OUT/tests.log" | tail -1)"
+  say "-- group loads over NCCL (dist_tests, libnccl from torch's wheel)"
+  local nccl
+  nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+  LD_LIBRARY_PATH=${nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 120 \
+    "$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
+    > "$OUT/dist_nccl.log" 2>&1
+  say "dist_tests: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/dist_nccl.log" | tr '\n' ' ')"
   say "-- Python tests on CUDA"
   timeout 300 python3 -m pytest -q -rs tests/python >> "$OUT/tests.log" 2>&1
   say "pytest: $(grep -E '(passed|failed)' "$OUT/tests.log" | tail -1)"
