@@ -14,6 +14,7 @@ namespace weightlift::internal {
 namespace {
 constexpr uintptr_t kPage = 4096;
 constexpr uintptr_t kPiece = uintptr_t{4} << 20;
+constexpr uint64_t kMinFreshBytes = uint64_t{1} << 20;
 }  // namespace
 
 Populator::Populator(const Plan& plan, std::atomic<size_t>* next_chunk,
@@ -43,8 +44,11 @@ bool MostlyFresh(std::span<const uintptr_t> dsts,
   constexpr uint64_t kSamples = 64;
   uint64_t total = 0;
   for (uint64_t s : sizes) total += s;
-  if (total == 0) return false;
-  const uint64_t step = std::max<uint64_t>(total / kSamples, 1);
+  // Below a few hundred pages a populating thread costs about what the
+  // readers' own faults do, and the samples would cost as much again (a
+  // safe_open read of one small tensor passes here).
+  if (total < kMinFreshBytes) return false;
+  const uint64_t step = std::max<uint64_t>(total / kSamples, kPage);
   uint64_t sampled = 0, resident = 0;
   uint64_t at = 0;  // bytes before destination k
   for (size_t k = 0; k < dsts.size() && k < sizes.size(); ++k) {

@@ -28,8 +28,9 @@ namespace weightlift::internal {
 // fewer than half resident. A caller's memory is often fresh too (a
 // tensor just made by torch.empty, a group load's buffers), and then a
 // Populator pays off as it does for the loader's own. False when mincore
-// refuses an address (not memory a process mapping holds) or there are no
-// bytes.
+// refuses an address (not memory a process mapping holds) or for less
+// than 1 MiB (too little for a populating thread to pay, and not worth
+// the samples).
 bool MostlyFresh(std::span<const uintptr_t> dsts,
                  std::span<const uint64_t> sizes);
 

@@ -113,6 +113,12 @@ TEST(MostlyFreshTest, TellsFreshMemoryFromWrittenMemory) {
 
   const std::vector<uint64_t> none = {0, 0};
   EXPECT_FALSE(MostlyFresh(dsts, none));
+  auto small = Mapping::Anonymous(kBytes, "small");  // fresh, but 64 KiB
+  ASSERT_TRUE(small.ok());
+  const std::vector<uintptr_t> small_at = {
+      reinterpret_cast<uintptr_t>(small->data())};
+  const std::vector<uint64_t> small_size = {64u << 10};
+  EXPECT_FALSE(MostlyFresh(small_at, small_size));
   auto gone = Mapping::Anonymous(kBytes, "unmapped");
   ASSERT_TRUE(gone.ok());
   const uintptr_t unmapped = reinterpret_cast<uintptr_t>(gone->data());
