@@ -49,8 +49,9 @@ struct DemoCandidate {
   bool fits_disk = false;
 };
 
-// The index of the first of CANDIDATES (largest first) that fits BUDGET (0:
-// unknown, anything fits) and the disk; the last one when none does (the
+// The index of the first of CANDIDATES (largest first) that fits the
+// demo's budget for MEMORY (DemoMemoryBudget; 0: unknown, anything fits)
+// and the disk; the last one when none does (the
 // smallest, a few MB, runs anywhere). Says in PASSED_OVER, in order, why each
 // before it was left out.
 size_t PickDemoLayout(const std::vector<DemoCandidate>& candidates,

@@ -34,8 +34,6 @@ uint64_t AllGatherRows(const TensorInfo& t, int size,
   return rows / n;
 }
 
-// Plans the tensors in SHARED (indices into TENSORS, ascending) that every
-// rank needs whole; LOCAL marks tensors each rank reads for itself.
 // OPTIONS' batch size, or the automatic one for TENSORS (0).
 uint64_t BatchBytesInEffect(std::span<const TensorInfo> tensors,
                             const GroupPlanOptions& options) {
@@ -45,6 +43,9 @@ uint64_t BatchBytesInEffect(std::span<const TensorInfo> tensors,
   return AutoBatchBytes(total);
 }
 
+// Plans every tensor of TENSORS for a group of SIZE, in batches: LOCAL
+// marks tensors each rank reads for itself; every other one is needed whole
+// by every rank.
 GroupPlan PlanSteps(std::span<const TensorInfo> tensors,
                     const std::vector<bool>& local, int size,
                     const GroupPlanOptions& options) {
