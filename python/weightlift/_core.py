@@ -41,7 +41,7 @@ def set_last_report(report) -> None:
 # again is a few stat calls.
 _prepared_checkpoint: Optional[tuple] = None
 # A tensor-parallel rank's request prepare(checkpoint=, tp_*) made for the
-# kept checkpoint: (checkpoint, (rank, size, plan), (requests, info)).
+# kept checkpoint: ((rank, size, plan), (requests, info)); it goes with it.
 _prepared_tp: Optional[tuple] = None
 
 
@@ -68,7 +68,7 @@ def prepare_checkpoint(path: Any) -> None:
     one kept before; release_cached_loaders() lets it go (it holds the
     files open). A remote checkpoint (URL) is not kept: nothing tells here
     that its objects are unchanged."""
-    global _prepared_checkpoint
+    global _prepared_checkpoint, _prepared_tp
     path = os.fspath(path)
     if isinstance(path, bytes) or "://" in path:
         return
@@ -78,6 +78,8 @@ def prepare_checkpoint(path: Any) -> None:
     # Opened between two looks that agree: the files it holds open are the
     # ones at these paths (a file replaced while it was opened is a miss).
     if ids is not None and ids == _identities(path, ckpt):
+        if _prepared_checkpoint is None or _prepared_checkpoint[1] is not ckpt:
+            _prepared_tp = None  # made for the one replaced
         _prepared_checkpoint = (path, ckpt, ids)
 
 
@@ -88,16 +90,16 @@ def keep_tp_request(ckpt: "_native.Checkpoint", key: tuple,
     global _prepared_tp
     entry = _prepared_checkpoint
     if entry is not None and entry[1] is ckpt:
-        _prepared_tp = (ckpt, key, made)
+        _prepared_tp = (key, made)
 
 
 def kept_tp_request(ckpt: "_native.Checkpoint", key: tuple
                     ) -> Optional[tuple]:
     """The (requests, info) keep_tp_request kept for KEY of CKPT, or None."""
-    entry = _prepared_tp
-    if entry is None or entry[0] is not ckpt or entry[1] != key:
+    entry, tp = _prepared_checkpoint, _prepared_tp
+    if entry is None or entry[1] is not ckpt or tp is None or tp[0] != key:
         return None
-    return entry[2]
+    return tp[1]
 
 
 def kept_checkpoint(path) -> Optional["_native.Checkpoint"]:

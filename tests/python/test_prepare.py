@@ -242,8 +242,8 @@ def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
     plan = {"w.0": "colwise", "w.1": "rowwise"}
     weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
                        tp_plan=plan)
-    ckpt, key, made = _core._prepared_tp
-    assert ckpt is _core._prepared_checkpoint[1]
+    ckpt = _core._prepared_checkpoint[1]
+    key, made = _core._prepared_tp
     assert key == (1, 2, (("w.0", "colwise"), ("w.1", "rowwise")))
     from weightlift import _tp
     req = _tp.take_tp(dict(tp_rank=1, tp_size=2, tp_plan=plan), path)
@@ -260,5 +260,15 @@ def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
     with pytest.raises(weightlift.InvalidArgumentError):
         weightlift.prepare("cpu", checkpoint=path, tp_rank=2, tp_size=2,
                            tp_plan=plan)
+    # Another checkpoint prepared: the request made for this one goes.
+    other = str(tmp_path / "other.safetensors")
+    safetensors.torch.save_file({"x": torch.ones(3)}, other)
+    weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
+                       tp_plan=plan)
+    assert _core._prepared_tp is not None
+    weightlift.prepare("cpu", checkpoint=other)
+    assert _core._prepared_tp is None
+    weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
+                       tp_plan=plan)
     weightlift.release_cached_loaders()
     assert _core._prepared_tp is None
