@@ -22,7 +22,6 @@
 #include "dist/group_exec.h"
 #include "dist/group_memory.h"
 #include "dist/tensor_sample.h"
-#include "exec/read_counts.h"
 #include "plan/group_plan.h"
 #include "util/clock.h"
 #include "weightlift/group.h"
@@ -119,62 +118,6 @@ StatusOr<Checkpoint> Select(const Checkpoint& ckpt,
                             std::to_string(wanted.size()) + " missing)");
   }
   return Checkpoint(ckpt.files(), std::move(kept), ckpt.index_path());
-}
-
-// PART's files into INTO's, one entry per file: the bytes added up over
-// the batches; a file no batch has read yet ("none") takes the path of the
-// first that read it; a file read one way in one batch and another way in
-// another says both.
-void AddFiles(const std::vector<FileReport>& part,
-              std::vector<FileReport>& into) {
-  for (const FileReport& f : part) {
-    auto same =
-        std::find_if(into.begin(), into.end(),
-                     [&](const FileReport& g) { return g.path == f.path; });
-    const bool unread = f.bytes == 0 && f.path_taken == "none";
-    if (same == into.end()) {
-      into.push_back(f);
-    } else if (unread) {
-      continue;
-    } else if (same->bytes == 0 && same->path_taken == "none") {
-      *same = f;
-    } else {
-      same->bytes += f.bytes;
-      same->copied_row_runs += f.copied_row_runs;
-      same->copied_row_reads += f.copied_row_reads;
-      const std::string then = ", then ";
-      if ((then + same->path_taken + then).find(then + f.path_taken + then) ==
-          std::string::npos) {
-        same->path_taken += then + f.path_taken;
-        same->reason += "; then " + f.reason;
-      }
-    }
-  }
-}
-
-// Adds what the load behind PART read to INTO, the report of a load made
-// of several: bytes read and the phases add up (the parts run one after
-// another; the first one carries the loader's setup, if no one took it),
-// staging and threads are the largest any part used, the files and the
-// read counts add up (AddFiles, AddCounts), and each other note is kept
-// once. The counted notes are said for the whole at the end
-// (AppendCountedNotes), not once per part.
-void AddReads(const LoadReport& part, LoadReport& into) {
-  into.bytes_read += part.bytes_read;
-  into.setup_seconds += part.setup_seconds;
-  into.open_seconds += part.open_seconds;
-  into.alloc_seconds += part.alloc_seconds;
-  into.transfer_seconds += part.transfer_seconds;
-  into.staging_bytes = std::max(into.staging_bytes, part.staging_bytes);
-  into.threads = std::max(into.threads, part.threads);
-  AddFiles(part.files, into.files);
-  internal::AddCounts(part.counts, &into.counts);
-  for (std::string& note : internal::UncountedNotes(part)) {
-    if (std::find(into.notes.begin(), into.notes.end(), note) ==
-        into.notes.end()) {
-      into.notes.push_back(std::move(note));
-    }
-  }
 }
 
 // This rank's reads of the whole load as one LoadSlicesInto, on a thread
@@ -459,8 +402,6 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
   GroupReads reads(loader, ckpt, std::move(requests), std::move(dests),
                    std::move(batch_of), plan.batches, callbacks.cancel);
 
-  LoadReport report;
-  report.device = device;
   uint64_t done = 0;
   for (uint32_t b = 0; b < plan.batches; ++b) {
     Status read = reads.WaitForBatch(b, b + 1 == plan.batches);
@@ -483,8 +424,13 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
     }
     if (callbacks.on_progress) callbacks.on_progress(done, delivered);
   }
-  AddReads(reads.report(), report);
-
+  // This rank's one load: what it read, its phases, files, counts and
+  // notes (the counted ones said once, at its end); the rest is the
+  // group's. (Its options are the loader's: a group load's report has
+  // none.)
+  LoadReport report = reads.report();
+  report.device = device;
+  report.options.reset();
   report.bytes = delivered;
   report.tensors = tensors.size();
   report.device_bytes = device.is_cuda() ? total : 0;
@@ -496,7 +442,6 @@ StatusOr<LoadResult> LoadWithGroup(Loader& loader, const Checkpoint& whole,
           std::to_string(plan.allgather_bytes) +
           " all-gathered in the group, " + std::to_string(plan.batches) +
           " batches");
-  internal::AppendCountedNotes(&report);
   if (shards) {
     for (const std::string& w : shards->warnings) {
       report.notes.push_back("tp: warning: " + w);
