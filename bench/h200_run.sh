@@ -70,6 +70,7 @@ SUMMARY=$OUT/summary.txt
 say() { echo "$*" | tee -a "$SUMMARY"; }
 WL=$BUILD/weightlift
 export PYTHONUNBUFFERED=1
+. "$ROOT/bench/nccl_lib.sh"  # the NCCL group loads (tests, groupone7)
 
 if [ -d "$ROOT/.whl" ] && ls "$ROOT"/.whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -102,11 +103,8 @@ stage_tests() {
   timeout 300 ctest --test-dir "$BUILD" -L gpu --output-on-failure \
     > "$OUT/tests.log" 2>&1
   say "gpu tests: $(grep -E 'tests passed' "$OUT/tests.log" | tail -1)"
-  say "-- group loads over NCCL (dist_tests, libnccl from torch's wheel)"
-  local nccl
-  nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
-  LD_LIBRARY_PATH=${nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 120 \
-    "$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
+  say "-- group loads over NCCL (dist_tests)"
+  timeout 120 "$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
     > "$OUT/dist_nccl.log" 2>&1
   say "dist_tests: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/dist_nccl.log" | tr '\n' ' ')"
   say "-- Python tests on CUDA"
@@ -330,10 +328,7 @@ stage_groupone() {  # LAYOUT: a group of one over NCCL against the plain load
   say "-- groupone $1 (bench/group_one.py: NCCL group of one vs plain)"
   synth "$1" "$disk" || { say "synth $disk failed"; return 1; }
   cat "$disk"/*.safetensors > /dev/null
-  local nccl
-  nccl=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
-  LD_LIBRARY_PATH=${nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-    timeout 120 python3 "$ROOT/bench/group_one.py" --ckpt "$disk" \
+  timeout 120 python3 "$ROOT/bench/group_one.py" --ckpt "$disk" \
     --device cuda:0 --rounds 3 > "$OUT/groupone_$1.log" 2>&1
   grep -E "x the plain load" "$OUT/groupone_$1.log" >> "$SUMMARY"
 }

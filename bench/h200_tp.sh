@@ -41,15 +41,13 @@ echo "tp_bench exit $rc" | tee -a "$OUT/tp_bench.log"
 # as rank 0 of 2 when rank 1 never comes; group mode over torch's NCCL
 # group through the C++ load (one rank on cuda:0), bit-exact. libnccl
 # comes from torch's wheel when the system has none.
-NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
-LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-  "$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
+. "$(dirname "$0")/nccl_lib.sh"
+"$BUILD/src/dist/dist_tests" --gtest_filter='Nccl*:LoadWithGroup*' \
   2>&1 | tee "$OUT/tp_nccl_unit.log"
 nccl_unit=${PIPESTATUS[0]}
 # The command line's group mode as a group of one (NCCL id file, join,
 # LoadWithGroup): every byte read by this rank.
-LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-  "$BUILD/weightlift" load "$CKPT" --device cuda:0 --group nccl \
+"$BUILD/weightlift" load "$CKPT" --device cuda:0 --group nccl \
   --group-rank 0 --group-size 1 --nccl-id "$OUT/cli_group.id" --json \
   > "$OUT/tp_cli_group.json" 2> "$OUT/tp_cli_group.err" || nccl_unit=1
 [ -e "$OUT/cli_group.id" ] && { echo "cli group: id file left"; nccl_unit=1; }

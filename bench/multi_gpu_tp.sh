@@ -24,8 +24,7 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
 # libnccl for the command line's group mode: torch's wheel when the system
 # has none.
-NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
-export LD_LIBRARY_PATH=${NCCL_LIB}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$(dirname "$0")/nccl_lib.sh"
 SUMMARY=$OUT/multi_gpu_tp.txt
 
 if ! ls "$BUILD"/python/weightlift/_native*.so > /dev/null 2>&1; then
