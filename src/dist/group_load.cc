@@ -177,8 +177,12 @@ class GroupReads {
         return Status::Cancelled("the load was cancelled by its caller");
       }
       if (done()) break;
-      // The caller's flag wakes no one: look at it every 20 ms.
-      ready_.wait_for(lock, std::chrono::milliseconds(20), done);
+      if (caller_cancel_ == nullptr) {
+        ready_.wait(lock, done);
+      } else {
+        // The caller's flag wakes no one: look at it every 20 ms.
+        ready_.wait_for(lock, std::chrono::milliseconds(20), done);
+      }
     }
     if (!last && pending_[b] == 0) return Status::OK();
     if (!status_.ok()) return status_;
