@@ -515,7 +515,10 @@ class GroupLoad:
     def _close(self) -> None:
         if self.job is not None:
             job, self.job = self.job, None
-            _core.stop(job)
+            # Not cancelled: a rank that stops taking tensors still does its
+            # part, which the other ranks' collectives need (close()).
+            while not job.wait(3600):
+                pass
             self._loader_cm.__exit__(None, None, None)
 
     def _finish(self) -> None:
