@@ -20,6 +20,7 @@ namespace weightlift {
 namespace internal {
 class File;
 struct HeldFiles;
+class WarmMappings;
 }  // namespace internal
 
 struct TensorInfo {
@@ -89,6 +90,9 @@ class Checkpoint {
   // src/format/held_files.h.
   friend struct internal::HeldFiles;
   std::vector<std::shared_ptr<internal::File>> open_files_;
+  // Row pages filled ahead of the next load (src/env/warm_mappings.h),
+  // shared by copies; never null.
+  std::shared_ptr<internal::WarmMappings> warm_;
 };
 
 }  // namespace weightlift

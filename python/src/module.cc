@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "exec/read_counts.h"
+#include "exec/warm_row_pages.h"
 #include "module_common.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
@@ -385,6 +386,26 @@ nb::tuple TpRequests(
   return nb::make_tuple(std::move(r), info);
 }
 
+// weightlift._native.warm_row_pages: starts filling, on a thread of CKPT's,
+// the page tables of the row runs REQUESTS' load will copy out of a mapping
+// (src/env/warm_mappings.h), for files at least RESIDENT_THRESHOLD
+// resident (negative: LoadOptions' default); returns at once with
+// {"files", "runs", "bytes", "skipped"}.
+nb::dict WarmRowPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
+                      double resident_threshold) {
+  if (resident_threshold < 0) {
+    resident_threshold = LoadOptions{}.resident_threshold;
+  }
+  internal::WarmedRows w = ValueOrRaise(internal::WarmRowPages(
+      *ckpt.ckpt, requests.requests, resident_threshold));
+  nb::dict out;
+  out["files"] = w.files;
+  out["runs"] = w.runs;
+  out["bytes"] = w.bytes;
+  out["skipped"] = w.skipped;
+  return out;
+}
+
 Job* StartLoadTp(PyLoader& self, const PyCheckpoint& ckpt,
                  const PyTpRequests& requests) {
   return new Job(self.loader, ckpt.ckpt, JobKind::kLoadSlices, {}, {},
@@ -597,6 +618,8 @@ NB_MODULE(_native, m) {
       .def("__len__", [](const PyTpRequests& r) { return r.requests.size(); });
   m.def("tp_requests", &TpRequests, "checkpoint"_a, "rank"_a, "size"_a,
         "plan"_a);
+  m.def("warm_row_pages", &WarmRowPages, "checkpoint"_a, "requests"_a,
+        "resident_threshold"_a);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)

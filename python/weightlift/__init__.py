@@ -110,7 +110,11 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     ``prepare(checkpoint=)`` or ``release_cached_loaders()``. With
     ``checkpoint`` and a rank's ``tp_rank``, ``tp_size`` and ``tp_plan``
     (no ``process_group``), the rank's request is made now too, for that
-    load to take.
+    load to take, and a thread starts filling the page tables of the rank's
+    row runs (the short runs of its row-parallel parts, which the load
+    copies out of a mapping of each resident file) while the caller goes
+    on: that load then copies them without a page fault each. They stay
+    mapped until that load ends (or the next ``prepare(checkpoint=)``).
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an
@@ -130,7 +134,7 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
             from . import _group  # noqa: F401
         elif checkpoint is not None:
             _tp.prepare_rank(checkpoint, {k: options[k] for k in _TP_KEYWORDS
-                                          if k in options})
+                                          if k in options}, opts)
     return setup
 
 

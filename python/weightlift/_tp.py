@@ -89,10 +89,14 @@ def rank_requests(ckpt, req: TpRequest):
     return _native.tp_requests(ckpt, req.rank, req.size, req.plan)
 
 
-def prepare_rank(path: Any, options: Dict[str, Any]) -> None:
+def prepare_rank(path: Any, options: Dict[str, Any],
+                 load_options: Dict[str, Any]) -> None:
     """prepare(checkpoint=PATH, tp_rank=, tp_size=, tp_plan=) in slice mode:
     makes the rank's request for the checkpoint prepare kept, for its load
-    to take (a bad rank, size or plan raises here, as that load would)."""
+    to take (a bad rank, size or plan raises here, as that load would), and
+    starts filling the page tables of its row runs where the load (with
+    LOAD_OPTIONS, checked already) will copy them out of a mapping: the
+    auto backend, resident files (src/env/warm_mappings.h)."""
     req = take_tp(dict(options), path)
     if req is None or req.group is not None or req.error is not None:
         return
@@ -101,6 +105,10 @@ def prepare_rank(path: Any, options: Dict[str, Any]) -> None:
         return
     made = _native.tp_requests(ckpt, req.rank, req.size, req.plan)
     _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made)
+    if str(load_options.get("backend", "auto")) == "auto":
+        threshold = load_options.get("resident_threshold")
+        _native.warm_row_pages(ckpt, made[0],
+                               -1.0 if threshold is None else float(threshold))
 
 
 def normalize_plan(plan: Any, path: Any, notes: List[str]

@@ -15,8 +15,13 @@ namespace {
 
 class RowsFromMappingFile final : public ForwardingFile {
  public:
-  explicit RowsFromMappingFile(std::unique_ptr<File> base)
-      : ForwardingFile(std::move(base)) {}
+  RowsFromMappingFile(std::unique_ptr<File> base, Mapping made)
+      : ForwardingFile(std::move(base)) {
+    if (!made.empty()) {
+      map_ = std::move(made);
+      mapped_.store(kMapped, std::memory_order_release);
+    }
+  }
   // The load that made the mapping is done with it when its files close;
   // tearing down the page tables its row runs filled is not that load's
   // time (Mapping::ResetInBackground).
@@ -98,8 +103,11 @@ class RowsFromMappingFile final : public ForwardingFile {
 
 }  // namespace
 
-std::unique_ptr<File> WithRowsFromMapping(std::unique_ptr<File> base) {
-  return std::make_unique<RowsFromMappingFile>(std::move(base));
+std::unique_ptr<File> WithRowsFromMapping(std::unique_ptr<File> base,
+                                          Mapping made) {
+  if (!made.empty() && made.size() != base->size()) made.ResetInBackground();
+  return std::make_unique<RowsFromMappingFile>(std::move(base),
+                                               std::move(made));
 }
 
 int PopulateRuns(const Mapping& map, uint64_t map_offset, uint64_t offset,

@@ -35,6 +35,7 @@
 #include <memory>
 
 #include "env/file.h"
+#include "env/mapping.h"
 
 namespace weightlift::internal {
 
@@ -48,8 +49,11 @@ inline constexpr uint64_t kMappedRowsMaxPitch = 64u << 10;
 // ReadRows (one ReadAt per run) when BASE cannot be mapped (then for the
 // File's whole life, and Degraded() says so). Degraded() also counts the
 // runs it copied. Meant for files resident in the page cache: a fault on a
-// page that is not reads it in first.
-std::unique_ptr<File> WithRowsFromMapping(std::unique_ptr<File> base);
+// page that is not reads it in first. MADE, when not empty, is that
+// mapping made already (and perhaps filled: warm_mappings.h); it must map
+// the whole of the file BASE reads (else it is dropped and one is made).
+std::unique_ptr<File> WithRowsFromMapping(std::unique_ptr<File> base,
+                                          Mapping made = {});
 
 // Runs further apart than this leave whole pages untouched between them:
 // PopulateRuns then populates each run's own pages (one madvise per run)

@@ -4,17 +4,34 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "env/cold_file.h"
 #include "env/env.h"
 #include "env/mapped_rows_file.h"
 #include "env/page_cache.h"
+#include "env/warm_mappings.h"
 #include "format/held_files.h"
+#include "util/errno_text.h"
 #include "util/percent.h"
 
 namespace weightlift::internal {
 namespace {
+
+// What prepare's filling of this file's row pages got done
+// (warm_mappings.h).
+std::string WarmNote(const WarmMapping& w) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                " whose pages prepare filled: %llu of %llu runs in %.1f ms",
+                static_cast<unsigned long long>(w.runs_filled),
+                static_cast<unsigned long long>(w.runs_total),
+                w.fill_seconds * 1e3);
+  std::string s = buf;
+  if (w.error != 0) s += " (stopped: " + ErrnoName(w.error) + ")";
+  return s;
+}
 
 // Opens file I of CKPT in auto mode: residency decides buffered vs direct.
 StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
@@ -55,10 +72,14 @@ StatusOr<OpenedFile> OpenAuto(const Checkpoint& ckpt, uint32_t i,
     if (residency->fraction >= options.resident_threshold) {
       // Resident: a slice's short row runs are copied out of a populated
       // mapping rather than read one pread each (mapped_rows_file.h).
-      out.file = WithRowsFromMapping(std::move(buffered));
+      std::optional<WarmMapping> warm = HeldFiles::Warm(ckpt).Take(i);
+      out.file = WithRowsFromMapping(std::move(buffered),
+                                     warm ? std::move(warm->map) : Mapping{});
       out.report.path_taken = BackendName(Backend::kPread);
-      out.report.reason =
-          why + ": buffered pread (short row runs: copies " + "from a mapping)";
+      out.report.reason = why +
+                          ": buffered pread (short row runs: copies from a "
+                          "mapping" +
+                          (warm ? WarmNote(*warm) : std::string()) + ")";
       return out;
     }
   } else {
@@ -119,6 +140,12 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, std::vector<std::string>* notes,
     const FixedBuffers& fixed, std::span<const uint64_t> load_bytes) {
+  // Row pages prepare filled are for this load only: what it did not take
+  // (another backend, a file no longer resident) goes when it has opened.
+  struct ReleaseWarm {
+    const Checkpoint& ckpt;
+    ~ReleaseWarm() { HeldFiles::Warm(ckpt).Release(); }
+  } release_warm{ckpt};
   IoOptions io;
   io.queue_depth = options.queue_depth;
   std::vector<OpenedFile> out(ckpt.files().size());

@@ -201,7 +201,8 @@ Checkpoint::Checkpoint(std::vector<FileInfo> files,
                        std::vector<TensorInfo> tensors, std::string index_path)
     : files_(std::move(files)),
       tensors_(std::move(tensors)),
-      index_path_(std::move(index_path)) {
+      index_path_(std::move(index_path)),
+      warm_(std::make_shared<internal::WarmMappings>()) {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     by_name_.emplace(tensors_[i].name, static_cast<uint32_t>(i));
     total_bytes_ += tensors_[i].size;

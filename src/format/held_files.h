@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "env/env.h"
+#include "env/warm_mappings.h"
 #include "weightlift/checkpoint.h"
 
 namespace weightlift::internal {
@@ -27,6 +28,8 @@ struct HeldFiles {
   static std::shared_ptr<File> Get(const Checkpoint& ckpt, uint32_t i) {
     return i < ckpt.open_files_.size() ? ckpt.open_files_[i] : nullptr;
   }
+  // The row pages filled ahead of CKPT's next load (never null).
+  static WarmMappings& Warm(const Checkpoint& ckpt) { return *ckpt.warm_; }
   // REQUIRES: FILES is empty or has one File per ckpt->files().
   static void Set(Checkpoint* ckpt, std::vector<std::shared_ptr<File>> files) {
     ckpt->open_files_ = std::move(files);

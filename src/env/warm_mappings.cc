@@ -1,0 +1,116 @@
+#include "env/warm_mappings.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+#include <utility>
+
+#include "env/mapped_rows_file.h"
+
+namespace weightlift::internal {
+namespace {
+
+// Rows filled between two looks at the stop flag: a load that takes a
+// mapping waits at most this many rows' populate (about 0.1-0.3 ms).
+constexpr uint64_t kRowsPerLook = 256;
+
+}  // namespace
+
+WarmMappings::~WarmMappings() { Release(); }
+
+void WarmMappings::StopLocked() {
+  stop_.store(true, std::memory_order_release);
+  if (filler_.joinable()) filler_.join();
+}
+
+void WarmMappings::Start(std::vector<WarmFile> files) {
+  std::lock_guard<std::mutex> lock(mu_);
+  StopLocked();
+  for (auto& e : entries_) {
+    if (!e->taken) e->file.map.ResetInBackground();
+  }
+  entries_.clear();
+  for (WarmFile& f : files) {
+    auto e = std::make_unique<Entry>();
+    e->file = std::move(f);
+    entries_.push_back(std::move(e));
+  }
+  stop_.store(false, std::memory_order_release);
+  try {
+    filler_ = std::thread([this] { Fill(); });
+  } catch (const std::system_error&) {
+    // No thread: the mappings are still whole-file mappings a load can
+    // take; its copies take the faults, as without prepare.
+  }
+}
+
+void WarmMappings::Fill() {
+  // entries_ is not resized while this thread runs (Start, Take and
+  // Release join it first), and each entry's mapping stays put until then.
+  for (auto& e : entries_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const RowRuns& r : e->file.runs) {
+      for (uint64_t row = 0; row < r.rows; row += kRowsPerLook) {
+        if (stop_.load(std::memory_order_acquire)) break;
+        const uint64_t n = std::min(kRowsPerLook, r.rows - row);
+        const int err = PopulateRuns(e->file.map, 0, r.offset + row * r.pitch,
+                                     r.pitch, r.width, n);
+        if (err != 0) {
+          e->error.store(err, std::memory_order_relaxed);
+          break;
+        }
+        e->filled.fetch_add(n, std::memory_order_relaxed);
+      }
+      if (stop_.load(std::memory_order_acquire) ||
+          e->error.load(std::memory_order_relaxed) != 0) {
+        break;
+      }
+    }
+    e->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (stop_.load(std::memory_order_acquire)) return;
+  }
+}
+
+std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& e : entries_) {
+    if (e->file.file != file || e->taken) continue;
+    StopLocked();
+    e->taken = true;
+    WarmMapping out;
+    out.map = std::move(e->file.map);
+    out.runs_filled = e->filled.load(std::memory_order_relaxed);
+    for (const RowRuns& r : e->file.runs) out.runs_total += r.rows;
+    out.fill_seconds = e->seconds;
+    out.error = e->error.load(std::memory_order_relaxed);
+    return out;
+  }
+  return std::nullopt;
+}
+
+void WarmMappings::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.empty()) return;
+  StopLocked();
+  for (auto& e : entries_) {
+    if (!e->taken) e->file.map.ResetInBackground();
+  }
+  entries_.clear();
+}
+
+void WarmMappings::Wait() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (filler_.joinable()) filler_.join();
+}
+
+bool WarmMappings::Holds(uint32_t file) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& e : entries_) {
+    if (e->file.file == file && !e->taken) return true;
+  }
+  return false;
+}
+
+}  // namespace weightlift::internal
