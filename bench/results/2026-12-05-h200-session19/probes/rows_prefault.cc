@@ -102,11 +102,14 @@ int main(int argc, char** argv) {
       auto u0 = Clock::now();
       munmap(base, fsize);
       double un = Ms(u0, Clock::now());
-      printf("rep %d %-22s copies %7.2f ms (%.2f us/run of thread time, "
-             "%.1f GB/s)  populate %7.2f ms  munmap %.2f ms\n",
-             rep, mode == 0 ? "faults" : mode == 1 ? "prefault (1 thread)"
-                                                   : "prefault (T threads)",
-             ms, ms * threads * 1e3 / runs, bytes / ms / 1e6, pop, un);
+      printf(
+          "rep %d %-22s copies %7.2f ms (%.2f us/run of thread time, "
+          "%.1f GB/s)  populate %7.2f ms  munmap %.2f ms\n",
+          rep,
+          mode == 0   ? "faults"
+          : mode == 1 ? "prefault (1 thread)"
+                      : "prefault (T threads)",
+          ms, ms * threads * 1e3 / runs, bytes / ms / 1e6, pop, un);
       fflush(stdout);
     }
   }
