@@ -272,3 +272,34 @@ def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
                        tp_plan=plan)
     weightlift.release_cached_loaders()
     assert _core._prepared_tp is None
+
+
+def test_a_prepared_rank_has_its_row_pages_filled_ahead(tmp_path):
+    """prepare(checkpoint=, tp_*) starts filling the page tables of the
+    rank's row runs (its row-parallel parts' short runs, which the load
+    copies out of a mapping); the load takes that mapping, says how far
+    filling got, and delivers tensor_split's part; the load after it, and
+    a load through another backend, map nothing of prepare's."""
+    g = torch.Generator().manual_seed(4)
+    want = {"o_proj": torch.randn(96, 64, generator=g),
+            "embed": torch.randn(512, 64, generator=g)}
+    path = str(tmp_path / "rows.safetensors")
+    safetensors.torch.save_file(want, path)
+    plan = {"o_proj": "rowwise"}
+    # Every file counts as resident wherever the test runs.
+    opts = dict(tp_rank=1, tp_size=2, tp_plan=plan, resident_threshold=0)
+    weightlift.prepare("cpu", checkpoint=path, **opts)
+    sd = weightlift.load_checkpoint(path, **opts)
+    reason = weightlift.last_report().files[0].reason
+    assert "whose pages prepare filled: 96 of 96 runs" in reason, reason
+    assert torch.equal(sd["o_proj"],
+                       torch.tensor_split(want["o_proj"], 2, -1)[1])
+    assert torch.equal(sd["embed"], want["embed"])
+    weightlift.load_checkpoint(path, **opts)
+    assert "prepare filled" not in weightlift.last_report().files[0].reason
+    # Another backend copies no runs out of a mapping: nothing is filled.
+    weightlift.prepare("cpu", checkpoint=path, backend="pread", **opts)
+    sd = weightlift.load_checkpoint(path, backend="pread", **opts)
+    assert "prepare filled" not in weightlift.last_report().files[0].reason
+    assert torch.equal(sd["o_proj"],
+                       torch.tensor_split(want["o_proj"], 2, -1)[1])
