@@ -20,7 +20,12 @@ WarmMappings::~WarmMappings() { Release(); }
 
 void WarmMappings::StopLocked() {
   stop_.store(true, std::memory_order_release);
-  if (filler_.joinable()) filler_.join();
+  JoinLocked();
+}
+
+void WarmMappings::JoinLocked() {
+  for (std::thread& t : fillers_) t.join();
+  fillers_.clear();
 }
 
 void WarmMappings::Start(std::vector<WarmFile> files) {
@@ -36,41 +41,53 @@ void WarmMappings::Start(std::vector<WarmFile> files) {
     entries_.push_back(std::move(e));
   }
   stop_.store(false, std::memory_order_release);
-  try {
-    filler_ = std::thread([this] { Fill(); });
-  } catch (const std::system_error&) {
-    // No thread: the mappings are still whole-file mappings a load can
-    // take; its copies take the faults, as without prepare.
+  next_.store(0, std::memory_order_relaxed);
+  const size_t threads =
+      std::min<size_t>(entries_.size(), static_cast<size_t>(kFillThreads));
+  for (size_t k = 0; k < threads; ++k) {
+    try {
+      fillers_.emplace_back([this] { Fill(); });
+    } catch (const std::system_error&) {
+      // Fewer threads, or none: the mappings are still whole-file mappings
+      // a load can take; its copies take the faults, as without prepare.
+      break;
+    }
   }
 }
 
 void WarmMappings::Fill() {
-  // entries_ is not resized while this thread runs (Start, Take and
-  // Release join it first), and each entry's mapping stays put until then.
-  for (auto& e : entries_) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (const RowRuns& r : e->file.runs) {
-      for (uint64_t row = 0; row < r.rows; row += kRowsPerLook) {
-        if (stop_.load(std::memory_order_acquire)) break;
-        const uint64_t n = std::min(kRowsPerLook, r.rows - row);
-        const int err = PopulateRuns(e->file.map, 0, r.offset + row * r.pitch,
-                                     r.pitch, r.width, n);
-        if (err != 0) {
-          e->error.store(err, std::memory_order_relaxed);
-          break;
-        }
-        e->filled.fetch_add(n, std::memory_order_relaxed);
-      }
-      if (stop_.load(std::memory_order_acquire) ||
-          e->error.load(std::memory_order_relaxed) != 0) {
+  // entries_ is not resized while these threads run (Start, Take and
+  // Release join them first), and each entry's mapping stays put until
+  // then; each entry is filled by the one thread that took it.
+  for (size_t k;
+       (k = next_.fetch_add(1, std::memory_order_relaxed)) < entries_.size();) {
+    if (stop_.load(std::memory_order_acquire)) return;
+    FillFile(*entries_[k]);
+  }
+}
+
+void WarmMappings::FillFile(Entry& e) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const RowRuns& r : e.file.runs) {
+    for (uint64_t row = 0; row < r.rows; row += kRowsPerLook) {
+      if (stop_.load(std::memory_order_acquire)) break;
+      const uint64_t n = std::min(kRowsPerLook, r.rows - row);
+      const int err = PopulateRuns(e.file.map, 0, r.offset + row * r.pitch,
+                                   r.pitch, r.width, n);
+      if (err != 0) {
+        e.error.store(err, std::memory_order_relaxed);
         break;
       }
+      e.filled.fetch_add(n, std::memory_order_relaxed);
     }
-    e->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    if (stop_.load(std::memory_order_acquire)) return;
+    if (stop_.load(std::memory_order_acquire) ||
+        e.error.load(std::memory_order_relaxed) != 0) {
+      break;
+    }
   }
+  e.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
 }
 
 std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {
@@ -102,7 +119,7 @@ void WarmMappings::Release() {
 
 void WarmMappings::Wait() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (filler_.joinable()) filler_.join();
+  JoinLocked();
 }
 
 bool WarmMappings::Holds(uint32_t file) const {
