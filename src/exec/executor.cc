@@ -1,6 +1,8 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <vector>
 
 #include "exec/read_chunk.h"
 
@@ -49,9 +51,27 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
   }
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> direct_total{0}, bounce_total{0};
+  // Each worker's own timeline, merged after the run.
+  struct Times {
+    double read = 0, wait = 0, deliver = 0, drain = 0;
+    double first_delivery = -1, last_read_end = -1, drained = -1;
+  };
+  const bool timed = stats != nullptr && stats->start != Clock::time_point{};
+  const auto since = [&](Clock::time_point t) {
+    return std::chrono::duration<double>(t - stats->start).count();
+  };
+  std::vector<Times> times(static_cast<size_t>(std::max(pool.size(), 1)));
 
   auto worker = [&](int w) {
     uint64_t direct = 0, bounce = 0;
+    Times& tm = times[static_cast<size_t>(w)];
+    Clock::time_point t0, t1;
+    const auto now = [timed] {
+      return timed ? Clock::now() : Clock::time_point{};
+    };
+    const auto secs = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double>(b - a).count();
+    };
     if (Status s = sink.BeginWorker(w); !s.ok()) {
       done.Fail(std::move(s));
     }
@@ -69,20 +89,30 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
       const ReadChunk& c = plan.chunks[i];
       File& f = *files[c.file];
       if (c.is_direct()) {
+        t0 = now();
         Status s = sink.ReadDirect(w, f, c);
         if (!s.ok()) {
           done.Fail(s.WithContext(ChunkContext(c, options)));
           break;
         }
+        if (timed) {
+          t1 = now();
+          tm.read += secs(t0, t1);
+          tm.last_read_end = since(t1);
+          if (tm.first_delivery < 0) tm.first_delivery = since(t1);
+        }
         ++direct;
         done.Delivered(c);
         continue;
       }
+      t0 = now();
       StatusOr<SinkSlot> slot = sink.AcquireSlot(w, c, done);
       if (!slot.ok()) {
         done.Fail(slot.status().WithContext(ChunkContext(c, options, &f)));
         break;
       }
+      t1 = now();
+      tm.wait += secs(t0, t1);
       if (!slot->filled) {
         Status s = ReadChunkBytes(f, c, slot->data);
         if (!s.ok()) {
@@ -91,14 +121,28 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
           break;
         }
       }
+      t0 = now();
+      tm.read += secs(t1, t0);
+      if (timed) tm.last_read_end = since(t0);
       Status s = sink.Deliver(w, c, *slot, done);
       if (!s.ok()) {
         done.Fail(s.WithContext(ChunkContext(c, options, &f)));
         break;
       }
+      if (timed) {
+        t1 = now();
+        tm.deliver += secs(t0, t1);
+        if (tm.first_delivery < 0) tm.first_delivery = since(t1);
+      }
       ++bounce;
     }
+    t0 = now();
     sink.Drain(w, done);
+    if (timed) {
+      t1 = now();
+      tm.drain += secs(t0, t1);
+      tm.drained = since(t1);
+    }
     direct_total.fetch_add(direct, std::memory_order_relaxed);
     bounce_total.fetch_add(bounce, std::memory_order_relaxed);
   };
@@ -113,7 +157,33 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
     stats->direct_chunks += direct_total.load();
     stats->bounce_chunks += bounce_total.load();
     stats->threads = std::max(stats->threads, threads);
+    for (const Times& tm : times) {
+      stats->read_seconds += tm.read;
+      stats->slot_wait_seconds += tm.wait;
+      stats->deliver_seconds += tm.deliver;
+      stats->drain_seconds += tm.drain;
+      if (tm.first_delivery >= 0 && (stats->first_delivery < 0 ||
+                                     tm.first_delivery < stats->first_delivery))
+        stats->first_delivery = tm.first_delivery;
+      stats->last_read_end = std::max(stats->last_read_end, tm.last_read_end);
+      stats->drained = std::max(stats->drained, tm.drained);
+    }
   }
+}
+
+std::string TimelineNote(const ExecStats& st) {
+  if (st.direct_chunks + st.bounce_chunks == 0 || st.drained < 0) return {};
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "executor: %d workers' time: reading %.1f ms, waiting for a "
+                "free slot %.1f ms, delivering %.1f ms, draining %.1f ms; "
+                "first chunk delivered at %.2f ms, last read done at %.2f "
+                "ms, all drained at %.2f ms",
+                st.threads, st.read_seconds * 1e3, st.slot_wait_seconds * 1e3,
+                st.deliver_seconds * 1e3, st.drain_seconds * 1e3,
+                st.first_delivery * 1e3, st.last_read_end * 1e3,
+                st.drained * 1e3);
+  return buf;
 }
 
 }  // namespace weightlift::internal

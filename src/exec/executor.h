@@ -21,6 +21,7 @@
 #include "exec/sink.h"
 #include "exec/thread_pool.h"
 #include "plan/plan.h"
+#include "util/clock.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -45,7 +46,27 @@ struct ExecStats {
   uint64_t direct_chunks = 0;  // read straight into their destination
   uint64_t bounce_chunks = 0;  // through a sink's slot
   int threads = 0;             // most workers one run used
+  // Where the workers' time went, summed over workers (seconds): whether a
+  // load was held up by its reads or by its sink (the copies to a GPU) is
+  // which of these dominates.
+  double read_seconds = 0;       // reading chunks (into slots or in place)
+  double slot_wait_seconds = 0;  // waiting for a free slot (AcquireSlot)
+  double deliver_seconds = 0;    // handing chunks to the sink (Deliver)
+  double drain_seconds = 0;      // waiting for the last deliveries (Drain)
+  // Since START (set by the caller before the first RunPlan; the times
+  // stay negative without it): the first chunk handed to the sink, the
+  // last read done, every worker drained.
+  Clock::time_point start{};
+  double first_delivery = -1;
+  double last_read_end = -1;
+  double drained = -1;
 };
+
+// The workers' timeline as a report note: "executor: N workers' time:
+// reading R ms, waiting for a free slot W ms, ...; first chunk delivered
+// at A ms, last read done at B ms, all drained at C ms". Empty when no
+// chunk ran.
+std::string TimelineNote(const ExecStats& stats);
 
 // Runs PLAN into SINK: FILES[i] serves the plan's file i (non-null for
 // every file a chunk reads). Errors go to DONE (its pieces must include the

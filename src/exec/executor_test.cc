@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "env/fault_file.h"
+#include "env/forwarding_file.h"
 #include "env/memory_file.h"
 #include "exec/bounce_pool.h"
 #include "exec/completion.h"
@@ -183,6 +184,96 @@ TEST(Executor, LateCompletionFiresOnReadyOnceAfterTheBytesAreInPlace) {
   EXPECT_EQ(sink.drained(), stats.threads);
   EXPECT_TRUE(sink.idle());
   EXPECT_EQ(stats.bounce_chunks, plan.chunks.size());
+}
+
+// LateSink whose slots come back slowly (as a copy engine behind the
+// readers would), or a file whose reads are slow: the timeline says which
+// one held the workers up.
+class SlowSlotSink final : public Sink {
+ public:
+  SlowSlotSink(int workers, uint64_t slot_bytes)
+      : inner_(workers, slot_bytes) {}
+  uint64_t slot_bytes() const override { return inner_.slot_bytes(); }
+  Status BeginWorker(int w) override { return inner_.BeginWorker(w); }
+  StatusOr<SinkSlot> AcquireSlot(int w, const ReadChunk& c,
+                                 CompletionTracker& done) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return inner_.AcquireSlot(w, c, done);
+  }
+  Status Deliver(int w, const ReadChunk& c, SinkSlot slot,
+                 CompletionTracker& done) override {
+    return inner_.Deliver(w, c, slot, done);
+  }
+  void Abandon(int w, SinkSlot slot) override { inner_.Abandon(w, slot); }
+  void Drain(int w, CompletionTracker& done) override { inner_.Drain(w, done); }
+
+ private:
+  LateSink inner_;
+};
+
+class SlowFile final : public ForwardingFile {
+ public:
+  using ForwardingFile::ForwardingFile;
+  Status ReadAt(uint64_t offset, std::span<std::byte> dst) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return ForwardingFile::ReadAt(offset, dst);
+  }
+};
+
+// Runs 16 chunks of LAYOUT through SINK from FILE with the timeline on.
+ExecStats TimedRun(Layout& l, File& file, Sink& sink) {
+  PlanFile pf{l.file.size(), 1, /*allow_direct=*/false};
+  PlanOptions po;
+  po.chunk_bytes = 16 << 10;
+  Plan plan = MakePlan(l.segments, {&pf, 1}, l.dst.size(), po);
+  EXPECT_EQ(plan.chunks.size(), 16u);
+  CompletionTracker done(l.dst.size(), nullptr, nullptr, plan.bytes_delivered);
+  done.AddPieces(plan);
+  done.Start();
+  ThreadPool pool(2);
+  File* files[] = {&file};
+  ExecStats stats;
+  stats.start = Clock::now();
+  RunPlan(plan, files, sink, pool, RunOptions{}, done, &stats);
+  EXPECT_TRUE(done.first_error().ok()) << done.first_error().ToString();
+  done.Finish();
+  for (size_t t = 0; t < l.dst.size(); ++t) {
+    EXPECT_EQ(0, std::memcmp(l.dst[t].data(),
+                             l.file.data() + l.segments[t].file_offset,
+                             l.dst[t].size()));
+  }
+  return stats;
+}
+
+TEST(Executor, TheTimelineSaysWhetherTheReadsOrTheSinkHeldTheWorkersUp) {
+  Layout l = MakeLayout({16 * 16 << 10}, 9);
+  {
+    MemoryFile file("mem.safetensors", l.file);
+    SlowSlotSink sink(2, 16 << 10);
+    const ExecStats st = TimedRun(l, file, sink);
+    // 16 slots at 2 ms each, over two workers.
+    EXPECT_GE(st.slot_wait_seconds, 0.030);
+    EXPECT_LT(st.read_seconds, st.slot_wait_seconds / 2);
+    EXPECT_GE(st.first_delivery, 0.0);
+    EXPECT_GE(st.last_read_end, st.first_delivery);
+    EXPECT_GE(st.drained, st.last_read_end);
+    const std::string note = TimelineNote(st);
+    EXPECT_NE(note.find("executor: 2 workers' time: reading "),
+              std::string::npos)
+        << note;
+    EXPECT_NE(note.find("waiting for a free slot"), std::string::npos);
+    EXPECT_NE(note.find("all drained at"), std::string::npos);
+  }
+  {
+    SlowFile file(std::make_unique<MemoryFile>("mem.safetensors", l.file));
+    LateSink sink(2, 16 << 10);
+    const ExecStats st = TimedRun(l, file, sink);
+    EXPECT_GE(st.read_seconds, 0.030);
+    EXPECT_LT(st.slot_wait_seconds, st.read_seconds / 2);
+  }
+  // Without a start time, no timeline (and no note).
+  ExecStats none;
+  EXPECT_EQ(TimelineNote(none), "");
 }
 
 // One tensor half from each of two files, each file its own route (plan

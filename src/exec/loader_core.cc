@@ -210,6 +210,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   for (const Plan& p : plans) done.AddPieces(p);
   done.Start();
   ExecStats stats;
+  stats.start = Clock::now();
   int populate_refused = 0;
   for (size_t r = 0; r < num_routes && !done.failed(); ++r) {
     RunOptions run;
@@ -251,6 +252,9 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   report->tensors = sels.size();
   report->bytes = done.delivered();
   target_->EndLoad(stats, report);
+  if (std::string note = TimelineNote(stats); !note.empty()) {
+    report->notes.push_back(std::move(note));
+  }
   AppendCountedNotes(report);
   return Status::OK();
 }
