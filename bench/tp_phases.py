@@ -85,7 +85,7 @@ def main():
           f"{rest * 1e3:.1f})", flush=True)
     del sd
     for note in rep.notes:
-        if note.startswith(("python:", "setup", "staging")):
+        if note.startswith(("python:", "setup", "staging", "executor")):
             print("    call 0:", note)
 
     from weightlift import _core, _dtypes, _load_torch, _native, _tp

@@ -41,7 +41,7 @@ tp build-base base2
 fits 90 && { PYTHONPATH=build-main/python timeout 90 python3 bench/group_one.py --ckpt $D --device cuda:0 --rounds 3 > $OUT/group_one.log 2>&1; log "group one rc $?"; tail -8 $OUT/group_one.log >> $OUT/summary.txt; pack; }
 run_phases() {  # N TAG ARGS...
   local n=$1 t=$2; shift 2
-  fits 25 && { PYTHONPATH=build-main/python timeout 25 python3 bench/tp_phases.py --ckpt $D --n $n --calls 4 --device cuda:0 "$@" > $OUT/phases_${n}_$t.log 2>&1; log "phases n=$n $t rc $?"; grep -E "call [0-9]" $OUT/phases_${n}_$t.log | sed -E 's/\| C\+\+ report: //; s/; take_tp.*seconds/ | seconds/' | cut -c1-330 >> $OUT/summary.txt; }
+  fits 25 && { PYTHONPATH=build-main/python timeout 25 python3 bench/tp_phases.py --ckpt $D --n $n --calls 4 --device cuda:0 "$@" > $OUT/phases_${n}_$t.log 2>&1; log "phases n=$n $t rc $?"; grep -E "call [0-9]|executor:" $OUT/phases_${n}_$t.log | sed -E 's/\| C\+\+ report: //; s/; take_tp.*seconds/ | seconds/' | cut -c1-330 >> $OUT/summary.txt; }
 }
 for round in 1 2; do
   run_phases 8 default
