@@ -172,6 +172,7 @@ def run_rank(args):
         out["report_seconds"] = report.seconds
         out["setup_seconds"] = report.setup_seconds
         out["notes"] = list(report.notes)
+        out["file_reasons"] = [f.reason for f in report.files]
     if args.verify and args.method == "weightlift":
         want = st_slices(args.ckpt, args.n, args.r, dev)
         bad = [k for k in want if k not in got or got[k].dtype != want[k].dtype
