@@ -56,21 +56,25 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
     double read = 0, wait = 0, deliver = 0, drain = 0;
     double first_delivery = -1, last_read_end = -1, drained = -1;
   };
-  const bool timed = stats != nullptr && stats->start != Clock::time_point{};
+  // The clock is read around every phase whether or not STATS wants the
+  // timeline (four reads a chunk, next to a read of 256 KiB or more); only
+  // the offsets from stats->start need a start, and stay -1 without one.
+  const bool has_start =
+      stats != nullptr && stats->start != Clock::time_point{};
   const auto since = [&](Clock::time_point t) {
-    return std::chrono::duration<double>(t - stats->start).count();
+    return has_start ? std::chrono::duration<double>(t - stats->start).count()
+                     : -1.0;
+  };
+  const auto secs = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
   };
   std::vector<Times> times(static_cast<size_t>(std::max(pool.size(), 1)));
 
   auto worker = [&](int w) {
     uint64_t direct = 0, bounce = 0;
     Times& tm = times[static_cast<size_t>(w)];
-    Clock::time_point t0, t1;
-    const auto now = [timed] {
-      return timed ? Clock::now() : Clock::time_point{};
-    };
-    const auto secs = [](Clock::time_point a, Clock::time_point b) {
-      return std::chrono::duration<double>(b - a).count();
+    const auto delivered_at = [&tm](double t) {
+      if (tm.first_delivery < 0) tm.first_delivery = t;
     };
     if (Status s = sink.BeginWorker(w); !s.ok()) {
       done.Fail(std::move(s));
@@ -89,30 +93,28 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
       const ReadChunk& c = plan.chunks[i];
       File& f = *files[c.file];
       if (c.is_direct()) {
-        t0 = now();
+        const Clock::time_point read_start = Clock::now();
         Status s = sink.ReadDirect(w, f, c);
         if (!s.ok()) {
           done.Fail(s.WithContext(ChunkContext(c, options)));
           break;
         }
-        if (timed) {
-          t1 = now();
-          tm.read += secs(t0, t1);
-          tm.last_read_end = since(t1);
-          if (tm.first_delivery < 0) tm.first_delivery = since(t1);
-        }
+        const Clock::time_point read_end = Clock::now();
+        tm.read += secs(read_start, read_end);
+        tm.last_read_end = since(read_end);
+        delivered_at(tm.last_read_end);
         ++direct;
         done.Delivered(c);
         continue;
       }
-      t0 = now();
+      const Clock::time_point wait_start = Clock::now();
       StatusOr<SinkSlot> slot = sink.AcquireSlot(w, c, done);
       if (!slot.ok()) {
         done.Fail(slot.status().WithContext(ChunkContext(c, options, &f)));
         break;
       }
-      t1 = now();
-      tm.wait += secs(t0, t1);
+      const Clock::time_point read_start = Clock::now();
+      tm.wait += secs(wait_start, read_start);
       if (!slot->filled) {
         Status s = ReadChunkBytes(f, c, slot->data);
         if (!s.ok()) {
@@ -121,28 +123,24 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
           break;
         }
       }
-      t0 = now();
-      tm.read += secs(t1, t0);
-      if (timed) tm.last_read_end = since(t0);
+      const Clock::time_point read_end = Clock::now();
+      tm.read += secs(read_start, read_end);
+      tm.last_read_end = since(read_end);
       Status s = sink.Deliver(w, c, *slot, done);
       if (!s.ok()) {
         done.Fail(s.WithContext(ChunkContext(c, options, &f)));
         break;
       }
-      if (timed) {
-        t1 = now();
-        tm.deliver += secs(t0, t1);
-        if (tm.first_delivery < 0) tm.first_delivery = since(t1);
-      }
+      const Clock::time_point delivered = Clock::now();
+      tm.deliver += secs(read_end, delivered);
+      delivered_at(since(delivered));
       ++bounce;
     }
-    t0 = now();
+    const Clock::time_point drain_start = Clock::now();
     sink.Drain(w, done);
-    if (timed) {
-      t1 = now();
-      tm.drain += secs(t0, t1);
-      tm.drained = since(t1);
-    }
+    const Clock::time_point drain_end = Clock::now();
+    tm.drain += secs(drain_start, drain_end);
+    tm.drained = since(drain_end);
     direct_total.fetch_add(direct, std::memory_order_relaxed);
     bounce_total.fetch_add(bounce, std::memory_order_relaxed);
   };
