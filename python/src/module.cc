@@ -38,6 +38,7 @@
 #include "exec/read_counts.h"
 #include "exec/warm_row_pages.h"
 #include "module_common.h"
+#include "util/fork_epoch.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/dtype.h"
 #include "weightlift/format_error.h"
@@ -165,6 +166,14 @@ class Job {
   }
 
   ~Job() {
+    if (made_.forked()) {
+      // The load ran on a thread of the parent (util/fork_epoch.h): neither
+      // it nor its state's mutex and condition variable are ours to wait
+      // on or destroy.
+      internal::AbandonThread(std::move(thread_));
+      new std::shared_ptr<JobState>(std::move(state_));  // never freed
+      return;
+    }
     if (thread_.joinable()) {
       nb::gil_scoped_release nogil;
       thread_.join();
@@ -174,6 +183,7 @@ class Job {
 
   // True when the load has ended (successfully or not).
   bool Wait(double timeout_s) {
+    ThrowIfForked();
     nb::gil_scoped_release nogil;
     std::unique_lock<std::mutex> lock(state_->mu);
     return state_->cv.wait_for(lock, ToDuration(timeout_s),
@@ -183,6 +193,7 @@ class Job {
   // Next ready index; -1 on timeout; -2 when the load has ended and every
   // ready index was handed out (check status with Finish()).
   int64_t NextReady(double timeout_s) {
+    ThrowIfForked();
     nb::gil_scoped_release nogil;
     std::unique_lock<std::mutex> lock(state_->mu);
     state_->cv.wait_for(lock, ToDuration(timeout_s),
@@ -257,7 +268,16 @@ class Job {
   static std::chrono::duration<double> ToDuration(double s) {
     return std::chrono::duration<double>(s < 0 ? 0 : s);
   }
+  // A load that was running when this process forked from its parent runs
+  // on in the parent only; waiting for it here would never end.
+  void ThrowIfForked() const {
+    ThrowIfError(made_.CheckNotForked(
+        "this load",
+        "start it again in this process (weightlift's loading "
+        "functions make their own loaders there)"));
+  }
   void Join() {
+    ThrowIfForked();
     if (thread_.joinable()) {
       nb::gil_scoped_release nogil;
       thread_.join();
@@ -270,6 +290,7 @@ class Job {
   std::shared_ptr<JobState> state_;
   nb::object keepalive_;
   std::thread thread_;
+  internal::MadeInProcess made_;
 };
 
 // ---- Loader ---------------------------------------------------------------

@@ -184,6 +184,30 @@ def pooled_loader(options: Dict[str, Any]):
                     stack.append(loader)
 
 
+# What this process had made before it was forked from its parent, kept by
+# the child and never freed (see _forget_after_fork).
+_inherited: List[Any] = []
+
+
+def _forget_after_fork() -> None:
+    """In a forked child (os.fork, multiprocessing's fork, a pre-forking
+    server): the pooled loaders and the checkpoint prepare kept belong to
+    the parent. Their worker threads stayed there, and their C++ side
+    refuses to load here (util/fork_epoch.h) rather than wait forever for
+    those threads. They are set aside, never freed (freeing a CUDA loader
+    would call into a CUDA context the child cannot use), and the child's
+    loads make their own loaders. The pool's lock is new: another thread of
+    the parent may have held it when the process forked."""
+    global _pool_lock, _idle, _prepared_checkpoint, _prepared_tp
+    _inherited.append((_idle, _prepared_checkpoint, _prepared_tp))
+    _idle = {}
+    _pool_lock = threading.Lock()
+    _prepared_checkpoint = _prepared_tp = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def has_idle_loader(options: Dict[str, Any]) -> bool:
     """Whether a load with OPTIONS would take a pooled loader (no setup)."""
     key = _pool_key(normalize(options))

@@ -16,7 +16,15 @@ constexpr uint64_t kRowsPerLook = 256;
 
 }  // namespace
 
-WarmMappings::~WarmMappings() { Release(); }
+WarmMappings::~WarmMappings() {
+  if (made_.forked()) {
+    // The fillers stayed in the parent; mu_ may be locked by a parent
+    // thread. What is left here is the child's copy of the mappings.
+    AbandonThreads(std::move(fillers_));
+    return;
+  }
+  Release();
+}
 
 void WarmMappings::StopLocked() {
   stop_.store(true, std::memory_order_release);
@@ -29,6 +37,7 @@ void WarmMappings::JoinLocked() {
 }
 
 void WarmMappings::Start(std::vector<WarmFile> files) {
+  if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   StopLocked();
   for (auto& e : entries_) {
@@ -91,6 +100,7 @@ void WarmMappings::FillFile(Entry& e) {
 }
 
 std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {
+  if (made_.forked()) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& e : entries_) {
     if (e->file.file != file || e->taken) continue;
@@ -108,6 +118,7 @@ std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {
 }
 
 void WarmMappings::Release() {
+  if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.empty()) return;
   StopLocked();
@@ -118,11 +129,13 @@ void WarmMappings::Release() {
 }
 
 void WarmMappings::Wait() {
+  if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   JoinLocked();
 }
 
 bool WarmMappings::Holds(uint32_t file) const {
+  if (made_.forked()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& e : entries_) {
     if (e->file.file == file && !e->taken) return true;

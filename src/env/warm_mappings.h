@@ -33,6 +33,7 @@
 
 #include "env/file.h"
 #include "env/mapping.h"
+#include "util/fork_epoch.h"
 
 namespace weightlift::internal {
 
@@ -94,6 +95,11 @@ class WarmMappings {
   // Whether a mapping waits for FILE (tests, reports).
   bool Holds(uint32_t file) const;
 
+  // In a child forked after this was made, every call above does nothing
+  // (Take: nullopt, Holds: false; the load reads as without prepare) and
+  // the destructor leaves the filling threads, which stayed in the parent,
+  // unjoined (util/fork_epoch.h).
+
  private:
   struct Entry {
     WarmFile file;
@@ -112,6 +118,7 @@ class WarmMappings {
   std::atomic<bool> stop_{false};
   std::atomic<size_t> next_{0};  // the next entry a filling thread takes
   std::vector<std::thread> fillers_;
+  MadeInProcess made_;
 };
 
 }  // namespace weightlift::internal

@@ -1,7 +1,8 @@
 // WarmMappings on real files: the runs' pages are in the mapping's page
 // tables after filling (read back from /proc/self/pagemap), a load takes a
 // file's mapping once, taking stops the filling, a file that shrank stops
-// it with EFAULT, and Release lets every mapping go.
+// it with EFAULT, Release lets every mapping go, and a forked child leaves
+// the filling alone.
 #include "env/warm_mappings.h"
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include "env/env.h"
 #include "env/mapped_rows_file.h"
 #include "env/testing/temp_dir.h"
+#include "util/testing/run_forked.h"
 
 namespace weightlift::internal {
 namespace {
@@ -166,6 +168,32 @@ TEST_F(WarmMappingsTest, ReleaseLetsEveryUntakenMappingGo) {
   EXPECT_FALSE(warm.Holds(0));
   EXPECT_FALSE(warm.Take(0).has_value());
   warm.Release();  // idempotent
+}
+
+// In a child forked while the filling may still run, the mappings are not
+// the child's to take (their filling threads stayed in the parent): the
+// child's load reads as without prepare, and its destructor does not wait
+// for those threads. The parent's are untouched.
+TEST_F(WarmMappingsTest, AForkedChildLeavesTheParentsFillingAlone) {
+  auto warm = std::make_unique<WarmMappings>();
+  std::vector<WarmFile> files;
+  files.push_back(Whole(0, {kSparse, kDense}));
+  warm->Start(std::move(files));
+  const std::string child = testing::RunForked(
+      [&] {
+        if (warm->Holds(0)) return 1;
+        if (warm->Take(0).has_value()) return 2;
+        warm->Wait();
+        warm->Release();
+        warm.reset();
+        return 0;
+      },
+      std::chrono::seconds(30));
+  EXPECT_EQ(child, "exit 0");
+  warm->Wait();
+  std::optional<WarmMapping> took = warm->Take(0);
+  ASSERT_TRUE(took.has_value());
+  EXPECT_EQ(took->runs_filled, kSparse.rows + kDense.rows);
 }
 
 }  // namespace

@@ -150,7 +150,9 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
                          : pool.size();
   const int threads = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(usable), plan.chunks.size()));
-  if (threads > 0) pool.Run(worker, threads);
+  if (threads > 0) {
+    if (Status s = pool.Run(worker, threads); !s.ok()) return done.Fail(s);
+  }
   if (stats != nullptr) {
     stats->direct_chunks += direct_total.load();
     stats->bounce_chunks += bounce_total.load();

@@ -422,22 +422,24 @@ TEST(ThreadPoolTest, OnStartRunsFirstOnEachWorkersOwnThread) {
   ASSERT_TRUE(pool.status().ok());
   std::map<int, std::thread::id> ran;
   std::vector<bool> after_start(kThreads, false);
-  pool.Run([&](int i) {
-    const bool started_first = done[i].load();
-    std::lock_guard<std::mutex> lock(mu);
-    ran[i] = std::this_thread::get_id();
-    after_start[i] = started_first;
-  });
+  ASSERT_TRUE(pool.Run([&](int i) {
+                    const bool started_first = done[i].load();
+                    std::lock_guard<std::mutex> lock(mu);
+                    ran[i] = std::this_thread::get_id();
+                    after_start[i] = started_first;
+                  })
+                  .ok());
   ASSERT_EQ(ran.size(), static_cast<size_t>(kThreads));
   for (int i = 0; i < kThreads; ++i) {
     EXPECT_TRUE(after_start[i]) << i;
     EXPECT_EQ(ran[i], started.at(i)) << i;
   }
   int calls = 0;
-  pool.Run([&](int) {
-    std::lock_guard<std::mutex> lock(mu);
-    ++calls;
-  });
+  ASSERT_TRUE(pool.Run([&](int) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    ++calls;
+                  })
+                  .ok());
   EXPECT_EQ(calls, kThreads);
   EXPECT_EQ(started.size(), static_cast<size_t>(kThreads));  // not again
 }

@@ -18,6 +18,7 @@
 #include "plan/selection.h"
 #include "util/clock.h"
 #include "util/errno_text.h"
+#include "util/fork_epoch.h"
 
 namespace weightlift::internal {
 namespace {
@@ -45,6 +46,7 @@ class CoreLoader final : public Loader {
                         const LoadCallbacks& callbacks) override;
   const LoadOptions& options() const override { return options_; }
   double TakeSetupSeconds() override {
+    if (made_.forked()) return 0;  // the lock may be the parent's (below)
     std::lock_guard<std::mutex> lock(mu_);
     return std::exchange(setup_seconds_, 0);
   }
@@ -93,6 +95,7 @@ class CoreLoader final : public Loader {
   std::shared_ptr<std::atomic<int>> registration_refused_ =
       std::make_shared<std::atomic<int>>(0);
   std::mutex mu_;  // one load at a time
+  MadeInProcess made_;
 };
 
 Status CoreLoader::Begin(LoadReport* report) {
@@ -277,6 +280,9 @@ StatusOr<LoadResult> CoreLoader::LoadMappedTensors(
 StatusOr<LoadResult> CoreLoader::Load(const Checkpoint& ckpt,
                                       std::span<const std::string> names,
                                       const LoadCallbacks& callbacks) {
+  // Before the lock: a parent thread may have held it at the fork.
+  WL_RETURN_IF_ERROR(
+      made_.CheckNotForked("this loader", "make a new loader in this process"));
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = Clock::now();
   WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors, ResolveNames(ckpt, names));
@@ -288,6 +294,9 @@ StatusOr<LoadResult> CoreLoader::Load(const Checkpoint& ckpt,
 StatusOr<LoadResult> CoreLoader::LoadSlices(
     const Checkpoint& ckpt, std::span<const TensorRequest> requests,
     const LoadCallbacks& callbacks) {
+  // Before the lock: a parent thread may have held it at the fork.
+  WL_RETURN_IF_ERROR(
+      made_.CheckNotForked("this loader", "make a new loader in this process"));
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = Clock::now();
   WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> sels,
@@ -328,6 +337,9 @@ Status CoreLoader::LoadInto(const Checkpoint& ckpt,
                             std::span<const Destination> dests,
                             LoadReport* report_out,
                             const LoadCallbacks& callbacks) {
+  // Before the lock: a parent thread may have held it at the fork.
+  WL_RETURN_IF_ERROR(
+      made_.CheckNotForked("this loader", "make a new loader in this process"));
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = Clock::now();
   WL_ASSIGN_OR_RETURN(std::vector<uint32_t> tensors,
@@ -341,6 +353,9 @@ Status CoreLoader::LoadSlicesInto(const Checkpoint& ckpt,
                                   std::span<const Destination> dests,
                                   LoadReport* report_out,
                                   const LoadCallbacks& callbacks) {
+  // Before the lock: a parent thread may have held it at the fork.
+  WL_RETURN_IF_ERROR(
+      made_.CheckNotForked("this loader", "make a new loader in this process"));
   std::lock_guard<std::mutex> lock(mu_);
   const auto t0 = Clock::now();
   if (dests.size() != requests.size()) {

@@ -24,41 +24,51 @@ ThreadPool::ThreadPool(int threads, std::function<void(int)> on_start)
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+  if (made_.forked()) {
+    AbandonThreads(std::move(workers_));
+    (void)shared_.release();  // never destroyed (see Shared)
+    return;
   }
-  start_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->stop = true;
+  }
+  shared_->start_cv.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::Run(const std::function<void(int)>& fn, int n) {
+Status ThreadPool::Run(const std::function<void(int)>& fn, int n) {
+  WL_RETURN_IF_ERROR(made_.CheckNotForked("this loader's thread pool",
+                                          "make a new loader in this process"));
   const int count = n < 0 ? size() : std::min(n, size());
-  if (count <= 0) return;
-  std::unique_lock<std::mutex> lock(mu_);
-  job_ = &fn;
-  active_ = count;
-  running_ = count;
-  ++generation_;
-  start_cv_.notify_all();
-  done_cv_.wait(lock, [this] { return running_ == 0; });
-  job_ = nullptr;
+  if (count <= 0) return Status::OK();
+  Shared& s = *shared_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.job = &fn;
+  s.active = count;
+  s.running = count;
+  ++s.generation;
+  s.start_cv.notify_all();
+  s.done_cv.wait(lock, [&s] { return s.running == 0; });
+  s.job = nullptr;
+  return Status::OK();
 }
 
 void ThreadPool::Loop(int index) {
   if (on_start_) on_start_(index);
+  Shared& s = *shared_;
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(s.mu);
   while (true) {
-    start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    if (index >= active_) continue;
-    const std::function<void(int)>* job = job_;
+    s.start_cv.wait(lock, [&] { return s.stop || s.generation != seen; });
+    if (s.stop) return;
+    seen = s.generation;
+    if (index >= s.active) continue;
+    const std::function<void(int)>* job = s.job;
     lock.unlock();
     (*job)(index);
     lock.lock();
-    if (--running_ == 0) done_cv_.notify_all();
+    if (--s.running == 0) s.done_cv.notify_all();
   }
 }
 

@@ -5,10 +5,12 @@
 
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "util/fork_epoch.h"
 #include "weightlift/status.h"
 
 namespace weightlift::internal {
@@ -31,22 +33,31 @@ class ThreadPool {
 
   // Runs FN(i) for i in [0, min(N, size())) on the workers (N < 0: all) and
   // waits for every call to return. FN must not throw. Not reentrant: one
-  // Run at a time (callers serialize).
-  void Run(const std::function<void(int)>& fn, int n = -1);
+  // Run at a time (callers serialize). In a child forked after the pool
+  // was made (its workers stayed in the parent): runs nothing and returns
+  // Unsupported.
+  Status Run(const std::function<void(int)>& fn, int n = -1);
 
  private:
+  // What the workers wait on. In a forked child it is left as it is, never
+  // destroyed: a parent worker may have held the mutex or waited on a
+  // condition variable when the process forked (fork_epoch.h).
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable start_cv;
+    std::condition_variable done_cv;
+    const std::function<void(int)>* job = nullptr;
+    int active = 0;   // workers taking part in the current job
+    int running = 0;  // of those, still running
+    uint64_t generation = 0;
+    bool stop = false;
+  };
   void Loop(int index);
 
+  MadeInProcess made_;
   std::function<void(int)> on_start_;
+  std::unique_ptr<Shared> shared_ = std::make_unique<Shared>();
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable start_cv_;
-  std::condition_variable done_cv_;
-  const std::function<void(int)>* job_ = nullptr;
-  int active_ = 0;   // workers taking part in the current job
-  int running_ = 0;  // of those, still running
-  uint64_t generation_ = 0;
-  bool stop_ = false;
   Status status_;
 };
 

@@ -8,6 +8,7 @@
 #include "env/object/s3.h"
 #include "env/object/transport.h"
 #include "env/object/uri.h"
+#include "util/fork_epoch.h"
 
 namespace weightlift::internal {
 namespace {
@@ -253,6 +254,19 @@ std::mutex g_mu;
 std::shared_ptr<const ObjectStore> g_store;
 ObjectStorageOptions g_options;
 bool g_registered = false;
+// The fork epoch g_store was made in: a forked child makes its own store,
+// since the transport's threads and connections stayed in the parent
+// (util/fork_epoch.h). REQUIRES g_mu held.
+uint64_t g_store_epoch = 0;
+void RemakeStoreAfterFork() {
+  if (!g_store || g_store_epoch == ForkEpoch()) return;
+  // On failure the old store stays, and its transport says why it cannot
+  // run here.
+  if (auto store = MakeStore(g_options); store.ok()) {
+    g_store = std::move(store).value();
+    g_store_epoch = ForkEpoch();
+  }
+}
 
 bool SameOptions(const ObjectStorageOptions& a, const ObjectStorageOptions& b) {
   return a.region == b.region && a.endpoint_url == b.endpoint_url &&
@@ -304,6 +318,7 @@ class ConfiguredEnv final : public Env {
  private:
   ObjectEnv Current() {
     std::lock_guard<std::mutex> l(g_mu);
+    RemakeStoreAfterFork();
     return ObjectEnv(g_store);
   }
 };
@@ -323,10 +338,14 @@ namespace weightlift {
 Status ConfigureObjectStorage(const ObjectStorageOptions& options) {
   using namespace internal;
   std::lock_guard<std::mutex> l(g_mu);
-  if (g_store && SameOptions(options, g_options)) return Status::OK();
+  if (g_store && SameOptions(options, g_options) &&
+      g_store_epoch == ForkEpoch()) {
+    return Status::OK();
+  }
   WL_ASSIGN_OR_RETURN(auto store, MakeStore(options));
   g_store = std::move(store);
   g_options = options;
+  g_store_epoch = ForkEpoch();
   if (!g_registered) {
     for (const char* scheme : {"s3", "http", "https"}) {
       RegisterEnv(scheme, []() -> StatusOr<std::unique_ptr<Env>> {

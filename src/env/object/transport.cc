@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "util/fork_epoch.h"
+
 namespace weightlift::internal {
 namespace {
 
@@ -137,6 +139,13 @@ class Driver {
     thread_ = std::thread([this] { Loop(); });
   }
   ~Driver() {
+    if (made_.forked()) {
+      // The driver thread stayed in the parent, and the connections are
+      // the parent's too: closing them here (a TLS close_notify) would cut
+      // the parent's transfers. Left as they are (util/fork_epoch.h).
+      AbandonThread(std::move(thread_));
+      return;
+    }
     {
       std::lock_guard<std::mutex> l(mu_);
       stop_ = true;
@@ -269,6 +278,7 @@ class Driver {
 
   const TransportOptions options_;
   const int max_active_;
+  MadeInProcess made_;
   CURLM* multi_ = nullptr;
   std::thread thread_;
   std::mutex mu_;
@@ -292,6 +302,16 @@ class CurlTransport final : public Transport {
 
   void Run(std::span<Exchange* const> exchanges) override {
     if (exchanges.empty()) return;
+    if (const Status forked = made_.CheckNotForked(
+            "this HTTP transport", "open the checkpoint again in this process");
+        !forked.ok()) {
+      // Its drivers stayed in the parent: nothing would ever run these.
+      for (Exchange* x : exchanges) {
+        x->curl_code = CURLE_FAILED_INIT;
+        x->abort_reason = forked.message();
+      }
+      return;
+    }
     Batch batch;
     batch.remaining = exchanges.size();
     for (Exchange* x : exchanges) {
@@ -308,6 +328,7 @@ class CurlTransport final : public Transport {
 
  private:
   const TransportOptions options_;
+  MadeInProcess made_;
   std::vector<std::unique_ptr<Driver>> drivers_;
   std::atomic<size_t> next_{0};
 };

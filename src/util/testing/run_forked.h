@@ -1,0 +1,42 @@
+// Runs a test's body in a forked child and reports how it ended, so that a
+// test can assert what an object inherited across fork() does there
+// (util/fork_epoch.h) without the child's hang hanging the suite.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace weightlift::internal::testing {
+
+// Forks; the child runs BODY and leaves with its return value through
+// _exit (no atexit handlers, no gtest teardown: the parent's state is not
+// the child's to tear down). The parent waits at most TIMEOUT and returns
+// "exit N", "signal N", or "hung" (the child was killed after TIMEOUT),
+// or "fork failed".
+inline std::string RunForked(const std::function<int()>& body,
+                             std::chrono::seconds timeout) {
+  const pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) _exit(body());
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return "hung";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+}  // namespace weightlift::internal::testing
