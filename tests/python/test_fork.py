@@ -135,3 +135,28 @@ def test_a_handle_opened_before_the_fork_keeps_working(ckpt):
                                want["layers.0.w"][2:5])
 
         assert in_forked_child(child) == "ok"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_a_cuda_load_in_a_child_forked_after_cuda_is_an_error_not_a_hang(
+        ckpt):
+    """CUDA cannot be used in a child forked after the parent initialized
+    it (NVIDIA's rule; torch says the same). A CUDA load there must fail
+    with an error that says so, promptly, and the child's host loads must
+    still work."""
+    path, want = ckpt
+    assert_equal({k: v.cpu() for k, v in
+                  weightlift.load_checkpoint(path, device="cuda:0").items()},
+                 want)
+
+    def child():
+        with pytest.raises(Exception) as info:
+            weightlift.load_checkpoint(path, device="cuda:0")
+        text = str(info.value).lower()
+        assert "fork" in text or "cuda" in text, text
+        assert_equal(weightlift.load_checkpoint(path, device="cpu"), want)
+
+    assert in_forked_child(child) == "ok"
+    # The parent's CUDA loads are untouched.
+    got = weightlift.load_checkpoint(path, device="cuda:0")
+    assert_equal({k: v.cpu() for k, v in got.items()}, want)
