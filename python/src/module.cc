@@ -171,7 +171,7 @@ class Job {
       // it nor its state's mutex and condition variable are ours to wait
       // on or destroy.
       internal::AbandonThread(std::move(thread_));
-      new std::shared_ptr<JobState>(std::move(state_));  // never freed
+      internal::Abandon(std::move(state_));
       return;
     }
     if (thread_.joinable()) {

@@ -18,9 +18,10 @@ constexpr uint64_t kRowsPerLook = 256;
 
 WarmMappings::~WarmMappings() {
   if (made_.forked()) {
-    // The fillers stayed in the parent; mu_ may be locked by a parent
-    // thread. What is left here is the child's copy of the mappings.
+    // The fillers stayed in the parent, and so did what they were reading
+    // (mu_ may even be locked by a parent thread): left as it is.
     AbandonThreads(std::move(fillers_));
+    Abandon(std::move(entries_));
     return;
   }
   Release();

@@ -98,7 +98,7 @@ class WarmMappings {
   // In a child forked after this was made, every call above does nothing
   // (Take: nullopt, Holds: false; the load reads as without prepare) and
   // the destructor leaves the filling threads, which stayed in the parent,
-  // unjoined (util/fork_epoch.h).
+  // unjoined, and their mappings mapped (util/fork_epoch.h).
 
  private:
   struct Entry {

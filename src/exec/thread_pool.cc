@@ -26,7 +26,7 @@ ThreadPool::ThreadPool(int threads, std::function<void(int)> on_start)
 ThreadPool::~ThreadPool() {
   if (made_.forked()) {
     AbandonThreads(std::move(workers_));
-    (void)shared_.release();  // never destroyed (see Shared)
+    Abandon(std::shared_ptr<void>(std::move(shared_)));  // see Shared
     return;
   }
   {

@@ -13,10 +13,10 @@ std::atomic<uint64_t> g_epoch{0};
 
 void CountForkInChild() { g_epoch.fetch_add(1, std::memory_order_relaxed); }
 
-// Abandoned thread handles, kept reachable from here for the life of the
-// process (never joined, never destroyed).
+// What was abandoned, kept reachable from here for the life of the process
+// (never joined, never destroyed).
 struct Abandoned {
-  std::vector<std::thread> threads;
+  std::shared_ptr<void> what;
   Abandoned* next = nullptr;
 };
 std::atomic<Abandoned*> g_abandoned{nullptr};
@@ -43,13 +43,17 @@ Status MadeInProcess::CheckNotForked(const std::string& what,
       remedy);
 }
 
-void AbandonThreads(std::vector<std::thread>&& threads) {
-  if (threads.empty()) return;
-  auto* a = new Abandoned{std::move(threads)};
+void Abandon(std::shared_ptr<void> what) {
+  if (what == nullptr) return;
+  auto* a = new Abandoned{std::move(what)};
   a->next = g_abandoned.load(std::memory_order_relaxed);
   while (!g_abandoned.compare_exchange_weak(a->next, a,
                                             std::memory_order_release)) {
   }
+}
+
+void AbandonThreads(std::vector<std::thread>&& threads) {
+  if (!threads.empty()) Abandon(std::move(threads));
 }
 
 void AbandonThread(std::thread&& thread) {

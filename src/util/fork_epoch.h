@@ -17,8 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "weightlift/status.h"
@@ -51,5 +54,15 @@ class MadeInProcess {
 // std::thread would terminate the process).
 void AbandonThreads(std::vector<std::thread>&& threads);
 void AbandonThread(std::thread&& thread);
+
+// Keeps WHAT (the parent's threads' data) for the life of the process,
+// never destroyed, reachable from a global list.
+void Abandon(std::shared_ptr<void> what);
+
+template <typename T>
+void Abandon(T&& what) {
+  Abandon(std::static_pointer_cast<void>(
+      std::make_shared<std::decay_t<T>>(std::forward<T>(what))));
+}
 
 }  // namespace weightlift::internal
