@@ -84,7 +84,13 @@ class SeaweedS3:
                 "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3g}",
                 "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-s3.config={config}", "-volume.max=0",
-                "-master.volumeSizeLimitMB=1024", "-metricsPort=0"]
+                "-master.volumeSizeLimitMB=1024", "-metricsPort=0",
+                # The default marks every volume read-only once the disk
+                # has under 1% free: on a large, mostly full shared disk
+                # (the development VM's: 252 GB, 6 GB free while CI
+                # built), every upload then failed with InternalError. The
+                # tests store a few MB.
+                "-volume.minFreeSpace=256MiB"]
         self.log = open(self.dir / "weed.log", "wb")
         self.proc = subprocess.Popen(args, stdout=self.log,
                                      stderr=subprocess.STDOUT,
