@@ -21,14 +21,14 @@ WarmMappings::~WarmMappings() {
     // The fillers stayed in the parent, and so did what they were reading
     // (mu_ may even be locked by a parent thread): left as it is.
     AbandonThreads(std::move(fillers_));
-    Abandon(std::move(entries_));
+    Abandon(std::shared_ptr<void>(std::move(filling_)));
     return;
   }
   Release();
 }
 
 void WarmMappings::StopLocked() {
-  stop_.store(true, std::memory_order_release);
+  filling_->stop.store(true, std::memory_order_release);
   JoinLocked();
 }
 
@@ -41,22 +41,22 @@ void WarmMappings::Start(std::vector<WarmFile> files) {
   if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   StopLocked();
-  for (auto& e : entries_) {
+  for (auto& e : filling_->entries) {
     if (!e->taken) e->file.map.ResetInBackground();
   }
-  entries_.clear();
+  filling_->entries.clear();
   for (WarmFile& f : files) {
     auto e = std::make_unique<Entry>();
     e->file = std::move(f);
-    entries_.push_back(std::move(e));
+    filling_->entries.push_back(std::move(e));
   }
-  stop_.store(false, std::memory_order_release);
-  next_.store(0, std::memory_order_relaxed);
-  const size_t threads =
-      std::min<size_t>(entries_.size(), static_cast<size_t>(kFillThreads));
+  filling_->stop.store(false, std::memory_order_release);
+  filling_->next.store(0, std::memory_order_relaxed);
+  const size_t threads = std::min<size_t>(filling_->entries.size(),
+                                          static_cast<size_t>(kFillThreads));
   for (size_t k = 0; k < threads; ++k) {
     try {
-      fillers_.emplace_back([this] { Fill(); });
+      fillers_.emplace_back([f = filling_.get()] { Fill(*f); });
     } catch (const std::system_error&) {
       // Fewer threads, or none: the mappings are still whole-file mappings
       // a load can take; its copies take the faults, as without prepare.
@@ -65,22 +65,22 @@ void WarmMappings::Start(std::vector<WarmFile> files) {
   }
 }
 
-void WarmMappings::Fill() {
-  // entries_ is not resized while these threads run (Start, Take and
+void WarmMappings::Fill(Filling& f) {
+  // F.entries is not resized while these threads run (Start, Take and
   // Release join them first), and each entry's mapping stays put until
   // then; each entry is filled by the one thread that took it.
-  for (size_t k;
-       (k = next_.fetch_add(1, std::memory_order_relaxed)) < entries_.size();) {
-    if (stop_.load(std::memory_order_acquire)) return;
-    FillFile(*entries_[k]);
+  for (size_t k; (k = f.next.fetch_add(1, std::memory_order_relaxed)) <
+                 f.entries.size();) {
+    if (f.stop.load(std::memory_order_acquire)) return;
+    FillFile(f, *f.entries[k]);
   }
 }
 
-void WarmMappings::FillFile(Entry& e) {
+void WarmMappings::FillFile(const Filling& f, Entry& e) {
   const auto t0 = std::chrono::steady_clock::now();
   for (const RowRuns& r : e.file.runs) {
     for (uint64_t row = 0; row < r.rows; row += kRowsPerLook) {
-      if (stop_.load(std::memory_order_acquire)) break;
+      if (f.stop.load(std::memory_order_acquire)) break;
       const uint64_t n = std::min(kRowsPerLook, r.rows - row);
       const int err = PopulateRuns(e.file.map, 0, r.offset + row * r.pitch,
                                    r.pitch, r.width, n);
@@ -90,7 +90,7 @@ void WarmMappings::FillFile(Entry& e) {
       }
       e.filled.fetch_add(n, std::memory_order_relaxed);
     }
-    if (stop_.load(std::memory_order_acquire) ||
+    if (f.stop.load(std::memory_order_acquire) ||
         e.error.load(std::memory_order_relaxed) != 0) {
       break;
     }
@@ -103,7 +103,7 @@ void WarmMappings::FillFile(Entry& e) {
 std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {
   if (made_.forked()) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& e : entries_) {
+  for (auto& e : filling_->entries) {
     if (e->file.file != file || e->taken) continue;
     StopLocked();
     e->taken = true;
@@ -121,12 +121,12 @@ std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {
 void WarmMappings::Release() {
   if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (entries_.empty()) return;
+  if (filling_->entries.empty()) return;
   StopLocked();
-  for (auto& e : entries_) {
+  for (auto& e : filling_->entries) {
     if (!e->taken) e->file.map.ResetInBackground();
   }
-  entries_.clear();
+  filling_->entries.clear();
 }
 
 void WarmMappings::Wait() {
@@ -138,7 +138,7 @@ void WarmMappings::Wait() {
 bool WarmMappings::Holds(uint32_t file) const {
   if (made_.forked()) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& e : entries_) {
+  for (const auto& e : filling_->entries) {
     if (e->file.file == file && !e->taken) return true;
   }
   return false;

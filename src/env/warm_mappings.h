@@ -108,15 +108,21 @@ class WarmMappings {
     double seconds = 0;  // written by the filler, read after its join
     bool taken = false;
   };
-  void Fill();  // one filling thread: files from next_ until none
-  void FillFile(Entry& e);
+  // What the filling threads read, and nothing else of this object: in a
+  // forked child the destructor abandons it without touching it.
+  struct Filling {
+    std::vector<std::unique_ptr<Entry>> entries;
+    std::atomic<bool> stop{false};
+    std::atomic<size_t> next{0};  // the next entry a filling thread takes
+  };
+  // One filling thread: files from F.next until none.
+  static void Fill(Filling& f);
+  static void FillFile(const Filling& f, Entry& e);
   void StopLocked();  // REQUIRES: mu_ held
   void JoinLocked();  // REQUIRES: mu_ held
 
-  mutable std::mutex mu_;  // guards entries_ (but not what Fill reads)
-  std::vector<std::unique_ptr<Entry>> entries_;
-  std::atomic<bool> stop_{false};
-  std::atomic<size_t> next_{0};  // the next entry a filling thread takes
+  mutable std::mutex mu_;  // guards filling_->entries (not what Fill reads)
+  std::unique_ptr<Filling> filling_ = std::make_unique<Filling>();
   std::vector<std::thread> fillers_;
   MadeInProcess made_;
 };

@@ -30,20 +30,9 @@ using testing::TempDir;
 
 constexpr auto kTimeout = std::chrono::seconds(30);
 
-// ThreadSanitizer kills a child of a threaded process that starts a thread
-// ("starting new threads after multi-threaded fork is not supported"): under
-// it the child checks the refusal and the destructor only.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kChildMayStartThreads = false;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kChildMayStartThreads = false;
-#else
-constexpr bool kChildMayStartThreads = true;
-#endif
-#else
-constexpr bool kChildMayStartThreads = true;
-#endif
+// Under ThreadSanitizer the child checks the refusal and the destructor
+// only: it may not start a thread (run_forked.h).
+constexpr bool kChildMayStartThreads = !testing::kUnderThreadSanitizer;
 
 class ForkTest : public ::testing::Test {
  protected:

@@ -14,6 +14,23 @@
 
 namespace weightlift::internal::testing {
 
+// ThreadSanitizer does not model fork() of a threaded process: it kills a
+// child that starts a thread ("starting new threads after multi-threaded
+// fork is not supported"), and reports a parent's thread that had finished
+// but was not joined as leaked when the child exits. Tests run less of
+// their child under it.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kUnderThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kUnderThreadSanitizer = true;
+#else
+inline constexpr bool kUnderThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderThreadSanitizer = false;
+#endif
+
 // Forks; the child runs BODY and leaves with its return value through
 // _exit (no atexit handlers, no gtest teardown: the parent's state is not
 // the child's to tear down). The parent waits at most TIMEOUT and returns
