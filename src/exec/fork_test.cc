@@ -15,6 +15,7 @@
 
 #include "env/testing/temp_dir.h"
 #include "exec/host_loader.h"
+#include "exec/testing/u8_tensors.h"
 #include "format/writer.h"
 #include "util/testing/run_forked.h"
 #include "weightlift/checkpoint.h"
@@ -40,17 +41,9 @@ class ForkTest : public ::testing::Test {
     for (int i = 0; i < 8; ++i) {
       data_.push_back(RandomBytes((512 << 10) + 13 * i, 100 + i));
     }
-    std::vector<TensorToWrite> tensors;
-    for (size_t i = 0; i < data_.size(); ++i) {
-      TensorToWrite t;
-      t.name = "t" + std::to_string(i);
-      t.dtype = DType::kU8;
-      t.shape = {data_[i].size()};
-      t.data = data_[i];
-      tensors.push_back(std::move(t));
-    }
     path_ = dir_.File("model.safetensors");
-    ASSERT_TRUE(WriteSafetensors(path_, tensors, {}).ok());
+    ASSERT_TRUE(
+        WriteSafetensors(path_, testing::U8Tensors("t", data_), {}).ok());
     auto c = Checkpoint::Open(path_);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     ckpt_ = std::make_unique<Checkpoint>(std::move(*c));

@@ -33,6 +33,7 @@
 #include "env/fault_file.h"
 #include "env/testing/temp_dir.h"
 #include "exec/host_loader.h"
+#include "exec/testing/u8_tensors.h"
 #include "format/writer.h"
 #include "weightlift/checkpoint.h"
 #include "weightlift/loader.h"
@@ -97,16 +98,7 @@ class ReliabilityTest : public ::testing::TestWithParam<Case> {
   }
 
   void Write(const std::string& path) {
-    std::vector<TensorToWrite> ts;
-    for (size_t i = 0; i < data_.size(); ++i) {
-      TensorToWrite t;
-      t.name = "w" + std::to_string(i);
-      t.dtype = DType::kU8;
-      t.shape = {data_[i].size()};
-      t.data = data_[i];
-      ts.push_back(std::move(t));
-    }
-    ASSERT_TRUE(WriteSafetensors(path, ts).ok());
+    ASSERT_TRUE(WriteSafetensors(path, testing::U8Tensors("w", data_)).ok());
   }
 
   void Reopen() {

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
+#include <string>
 #include <utility>
 
 namespace weightlift::internal {
@@ -32,15 +34,15 @@ uint64_t ForkEpoch() {
   return g_epoch.load(std::memory_order_relaxed);
 }
 
-Status MadeInProcess::CheckNotForked(const std::string& what,
-                                     const std::string& remedy) const {
+Status MadeInProcess::CheckNotForked(std::string_view what,
+                                     std::string_view remedy) const {
   if (!forked()) return Status::OK();
   return Status::Unsupported(
-      what + " was made before this process (pid " +
+      std::string(what) + " was made before this process (pid " +
       std::to_string(::getpid()) +
       ") was forked from its parent, and its threads stayed in the parent, "
       "so it cannot run here: " +
-      remedy);
+      std::string(remedy));
 }
 
 void Abandon(std::shared_ptr<void> what) {
@@ -53,7 +55,8 @@ void Abandon(std::shared_ptr<void> what) {
 }
 
 void AbandonThreads(std::vector<std::thread>&& threads) {
-  if (!threads.empty()) Abandon(std::move(threads));
+  if (threads.empty()) return;
+  Abandon(std::make_shared<std::vector<std::thread>>(std::move(threads)));
 }
 
 void AbandonThread(std::thread&& thread) {

@@ -19,9 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "weightlift/status.h"
@@ -42,8 +41,8 @@ class MadeInProcess {
   // When forked(): Unsupported, "WHAT was made before this process (pid N)
   // was forked from its parent, and its threads stayed in the parent, so
   // it cannot run here: REMEDY". OK otherwise.
-  Status CheckNotForked(const std::string& what,
-                        const std::string& remedy) const;
+  // Builds no string unless forked (loads call it on their way in).
+  Status CheckNotForked(std::string_view what, std::string_view remedy) const;
 
  private:
   uint64_t epoch_;
@@ -58,11 +57,5 @@ void AbandonThread(std::thread&& thread);
 // Keeps WHAT (the parent's threads' data) for the life of the process,
 // never destroyed, reachable from a global list.
 void Abandon(std::shared_ptr<void> what);
-
-template <typename T>
-void Abandon(T&& what) {
-  Abandon(std::static_pointer_cast<void>(
-      std::make_shared<std::decay_t<T>>(std::forward<T>(what))));
-}
 
 }  // namespace weightlift::internal
