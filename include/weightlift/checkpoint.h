@@ -21,6 +21,7 @@ namespace internal {
 class File;
 struct HeldFiles;
 class WarmMappings;
+class PreparedPagesSlot;
 }  // namespace internal
 
 struct TensorInfo {
@@ -93,6 +94,9 @@ class Checkpoint {
   // Row pages filled ahead of the next load (src/env/warm_mappings.h),
   // shared by copies; never null.
   std::shared_ptr<internal::WarmMappings> warm_;
+  // Pages registered ahead of the next load (src/format/prepared_pages.h),
+  // shared by copies; never null.
+  std::shared_ptr<internal::PreparedPagesSlot> prepared_;
 };
 
 }  // namespace weightlift

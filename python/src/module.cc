@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/register_ahead.h"
 #include "exec/read_counts.h"
 #include "exec/warm_row_pages.h"
 #include "module_common.h"
@@ -427,6 +428,26 @@ nb::dict WarmRowPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
   return out;
 }
 
+// weightlift._native.register_pages: starts registering with cuda:DEVICE,
+// on a thread of its own, the pages of CKPT's files that REQUESTS' load
+// copies from, for files at least RESIDENT_THRESHOLD resident (negative:
+// LoadOptions' default); that load then copies them straight from the page
+// cache (src/cuda/registered_pages.h). Returns at once with {"files",
+// "bytes", "skipped"}.
+nb::dict RegisterPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
+                       int device, double resident_threshold) {
+  if (resident_threshold < 0) {
+    resident_threshold = LoadOptions{}.resident_threshold;
+  }
+  internal::RegisteringAhead r = ValueOrRaise(internal::RegisterPagesAhead(
+      *ckpt.ckpt, requests.requests, device, resident_threshold));
+  nb::dict out;
+  out["files"] = r.files;
+  out["bytes"] = r.bytes;
+  out["skipped"] = r.skipped;
+  return out;
+}
+
 Job* StartLoadTp(PyLoader& self, const PyCheckpoint& ckpt,
                  const PyTpRequests& requests) {
   return new Job(self.loader, ckpt.ckpt, JobKind::kLoadSlices, {}, {},
@@ -641,6 +662,8 @@ NB_MODULE(_native, m) {
         "plan"_a);
   m.def("warm_row_pages", &WarmRowPages, "checkpoint"_a, "requests"_a,
         "resident_threshold"_a);
+  m.def("register_pages", &RegisterPages, "checkpoint"_a, "requests"_a,
+        "device"_a, "resident_threshold"_a);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)

@@ -115,6 +115,12 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     copies out of a mapping of each resident file) while the caller goes
     on: that load then copies them without a page fault each. They stay
     mapped until that load ends (or the next ``prepare(checkpoint=)``).
+    On a CUDA device, a thread also registers with CUDA the pages of the
+    rank's parts in each resident file (read-only, about 21 ms per GB on
+    an H200, while every CUDA copy of the process waits), and that load
+    copies each file whose pages are all registered straight from the page
+    cache, with no reads and no staging copy; the pages are unregistered
+    in the background after it (``host_register="off"`` turns this off).
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an
@@ -134,7 +140,7 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
             from . import _group  # noqa: F401
         elif checkpoint is not None:
             _tp.prepare_rank(checkpoint, {k: options[k] for k in _TP_KEYWORDS
-                                          if k in options}, opts)
+                                          if k in options}, opts, dev)
     return setup
 
 

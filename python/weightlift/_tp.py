@@ -90,13 +90,17 @@ def rank_requests(ckpt, req: TpRequest):
 
 
 def prepare_rank(path: Any, options: Dict[str, Any],
-                 load_options: Dict[str, Any]) -> None:
-    """prepare(checkpoint=PATH, tp_rank=, tp_size=, tp_plan=) in slice mode:
-    makes the rank's request for the checkpoint prepare kept, for its load
-    to take (a bad rank, size or plan raises here, as that load would), and
-    starts filling the page tables of its row runs where the load (with
-    LOAD_OPTIONS, checked already) will copy them out of a mapping: the
-    auto backend, resident files (src/env/warm_mappings.h)."""
+                 load_options: Dict[str, Any], device: str) -> None:
+    """prepare(DEVICE, checkpoint=PATH, tp_rank=, tp_size=, tp_plan=) in
+    slice mode: makes the rank's request for the checkpoint prepare kept,
+    for its load to take (a bad rank, size or plan raises here, as that
+    load would), and starts filling the page tables of its row runs where
+    the load (with LOAD_OPTIONS, checked already) will copy them out of a
+    mapping: the auto backend, resident files (src/env/warm_mappings.h).
+    On a CUDA device it also starts registering the pages of the rank's
+    parts in the resident files, for that load to copy straight from
+    (src/cuda/registered_pages.h), unless host_register is off or GDS was
+    asked for."""
     req = take_tp(dict(options), path)
     if req is None or req.group is not None or req.error is not None:
         return
@@ -105,10 +109,19 @@ def prepare_rank(path: Any, options: Dict[str, Any],
         return
     made = _native.tp_requests(ckpt, req.rank, req.size, req.plan)
     _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made)
+    threshold = load_options.get("resident_threshold")
+    threshold = -1.0 if threshold is None else float(threshold)
     if str(load_options.get("backend", "auto")) == "auto":
-        threshold = load_options.get("resident_threshold")
-        _native.warm_row_pages(ckpt, made[0],
-                               -1.0 if threshold is None else float(threshold))
+        _native.warm_row_pages(ckpt, made[0], threshold)
+    host_register = load_options.get("host_register", "auto")
+    gds = load_options.get("gds", "auto")
+    if (device.startswith("cuda:")
+            and host_register is not False and str(host_register) != "off"
+            and gds is not True and str(gds) not in ("on", "compat")):
+        try:
+            _native.register_pages(ckpt, made[0], int(device[5:]), threshold)
+        except UnsupportedError:
+            pass  # a device that cannot: the load stages, and says why
 
 
 def normalize_plan(plan: Any, path: Any, notes: List[str]

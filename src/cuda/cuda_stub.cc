@@ -2,6 +2,7 @@
 // Unsupported with the reason.
 #include "cuda/cuda_loader.h"
 #include "cuda/device_available.h"
+#include "cuda/register_ahead.h"
 
 namespace weightlift::internal {
 
@@ -25,6 +26,14 @@ StatusOr<std::unique_ptr<Loader>> CreateCudaLoader(const LoadOptions& options,
 bool CudaDeviceAvailable(int device, std::string* why) {
   if (why) *why = kWhy;
   return false;
+}
+
+StatusOr<RegisteringAhead> RegisterPagesAhead(const Checkpoint&,
+                                              std::span<const TensorRequest>,
+                                              int device, double) {
+  return Status::Unsupported(
+      "registering pages with cuda:" + std::to_string(device) +
+      " ahead of a load: " + kWhy);
 }
 
 }  // namespace weightlift::internal

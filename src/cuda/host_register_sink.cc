@@ -65,7 +65,9 @@ Status HostRegisterSink::BeginWorker(int w) {
 
 Status HostRegisterSink::Retire(Held& h, CompletionTracker& done) {
   const cudaError_t e = cudaEventSynchronize(h.ev);
-  const cudaError_t u = cudaHostUnregister(h.base);
+  const cudaError_t u = std::exchange(h.registered_here, false)
+                            ? cudaHostUnregister(h.base)
+                            : cudaSuccess;
   const ReadChunk* c = std::exchange(h.chunk, nullptr);
   if (e != cudaSuccess) {
     return CudaStatus(e, "cudaEventSynchronize (host-register piece)");
@@ -85,6 +87,18 @@ StatusOr<SinkSlot> HostRegisterSink::AcquireSlot(int w, const ReadChunk& c,
   }
   std::byte* base = m->data() + c.offset;
   const uint64_t len = c.length;
+  if (c.file < registered_ahead_.size() && registered_ahead_[c.file]) {
+    // Registered by prepare: the piece is the slot as it is.
+    const int i = wk.next;
+    wk.next ^= 1;
+    Held& h = wk.held[i];
+    if (h.chunk != nullptr) WL_RETURN_IF_ERROR(Retire(h, done));
+    h.base = base;
+    h.chunk = &c;
+    h.enqueued = false;
+    h.registered_here = false;
+    return SinkSlot{base, i, /*filled=*/true};
+  }
   // Fault the piece's pages in first (a page-table walk over cached pages);
   // registering then only pins them. Best effort: kernels before 5.14 lack
   // MADV_POPULATE_READ and registration faults instead.
@@ -113,6 +127,7 @@ StatusOr<SinkSlot> HostRegisterSink::AcquireSlot(int w, const ReadChunk& c,
   h.base = base;
   h.chunk = &c;
   h.enqueued = false;
+  h.registered_here = true;
   return SinkSlot{base, i, /*filled=*/true};
 }
 
@@ -144,7 +159,7 @@ Status HostRegisterSink::Deliver(int w, const ReadChunk& c, SinkSlot slot,
 void HostRegisterSink::Abandon(int w, SinkSlot slot) {
   Held& h = workers_[w].held[slot.index];
   if (h.chunk == nullptr) return;
-  cudaHostUnregister(h.base);
+  if (std::exchange(h.registered_here, false)) cudaHostUnregister(h.base);
   h.chunk = nullptr;
 }
 

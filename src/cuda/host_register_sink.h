@@ -6,8 +6,10 @@
 // keeps two pieces in flight, so registering piece i+1 overlaps copying
 // piece i.
 //
-// auto never picks it (path_choice.cc: pinned staging is faster on the
-// H200); host_register=on asks for it.
+// auto picks it only for files whose pages prepare registered ahead
+// (registered_pages.h; then nothing is registered here); registering on the
+// load's clock loses to pinned staging on the H200 (path_choice.cc), and
+// host_register=on asks for it anyway.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,8 +42,13 @@ class HostRegisterSink final : public Sink {
 
   // The load's mappings: MAPPINGS[f] is all of checkpoint file f (null
   // where this sink does not read f). They must outlive the load's run.
-  void UseMappings(std::vector<const Mapping*> mappings) {
+  // Where REGISTERED_AHEAD[f], prepare registered the pages of file f that
+  // this load copies from (registered_pages.h): the sink copies from them
+  // as they are, registering and unregistering nothing.
+  void UseMappings(std::vector<const Mapping*> mappings,
+                   std::vector<bool> registered_ahead) {
     mappings_ = std::move(mappings);
+    registered_ahead_ = std::move(registered_ahead);
   }
 
   // Chunks are page-aligned pieces of a mapping, of any size.
@@ -60,6 +67,7 @@ class HostRegisterSink final : public Sink {
     cudaEvent_t ev = nullptr;
     const ReadChunk* chunk = nullptr;  // registered; null when free
     bool enqueued = false;             // every copy of chunk was enqueued
+    bool registered_here = false;      // unregister when retired
   };
   struct Worker {
     Held held[2];
@@ -74,6 +82,7 @@ class HostRegisterSink final : public Sink {
   int device_;
   std::vector<Worker> workers_;
   std::vector<const Mapping*> mappings_;
+  std::vector<bool> registered_ahead_;
   // Cleared by the first kernel without MADV_POPULATE_READ.
   std::atomic<bool> populate_ok_{true};
 };

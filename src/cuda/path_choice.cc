@@ -1,5 +1,6 @@
 #include "cuda/path_choice.h"
 
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -24,7 +25,8 @@ constexpr const char* kAutoChoiceWhy =
 StatusOr<std::vector<FileChoice>> ChoosePaths(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, const std::vector<OpenedFile>& opened,
-    const HostRegisterSupport& host_register, LoadReport* report) {
+    const HostRegisterSupport& host_register, const RegisteredPages* ahead,
+    std::span<const TensorSelection> sels, LoadReport* report) {
   std::vector<std::string>& notes = report->notes;
   std::vector<FileChoice> files(ckpt.files().size());
   bool nvfs = NvidiaFsLoaded();
@@ -105,7 +107,22 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       // (the open reason already states it for the staging path).
       bool hr = false;
       std::string hr_why;
-      if (options.host_register == HostRegisterMode::kOn) {
+      std::string ahead_why;  // why the pages prepare registered were not used
+      if (ahead != nullptr && options.host_register != HostRegisterMode::kOff) {
+        fp.registered =
+            ahead->CoveringMapping(static_cast<uint32_t>(i), sels, &ahead_why);
+      }
+      if (fp.registered != nullptr) {
+        hr = true;
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      "its pages registered by prepare ahead of the load "
+                      "(%.2f GB of the load's files in %.1f ms), so copied "
+                      "straight from the page cache",
+                      static_cast<double>(ahead->registered_bytes()) / 1e9,
+                      ahead->seconds() * 1e3);
+        hr_why = buf;
+      } else if (options.host_register == HostRegisterMode::kOn) {
         hr = true;
         hr_why = "host_register=on";
       } else if (options.host_register == HostRegisterMode::kOff) {
@@ -119,7 +136,12 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       } else {
         hr_why = kAutoChoiceWhy;
       }
-      if (hr) {
+      if (!ahead_why.empty()) hr_why += " (" + ahead_why + ")";
+      if (fp.registered != nullptr) {
+        fp.path = TransferPath::kHostRegister;
+        fr.path_taken = "host-register";
+        fr.reason = residency + "; " + hr_why + "; " + gds_why;
+      } else if (hr) {
         WL_ASSIGN_OR_RETURN(fp.mapping, fp.file->Map(0, fp.file->size(),
                                                      MapAccess::kReadShared));
         fp.path = TransferPath::kHostRegister;

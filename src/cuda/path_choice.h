@@ -10,10 +10,12 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "cuda/gds_path.h"
 #include "cuda/host_register_sink.h"
+#include "cuda/registered_pages.h"
 #include "env/file.h"
 #include "exec/open_files.h"
 #include "weightlift/checkpoint.h"
@@ -29,18 +31,25 @@ enum class TransferPath { kStaging, kHostRegister, kGds };
 struct FileChoice {
   bool needed = false;
   TransferPath path = TransferPath::kStaging;
-  File* file = nullptr;   // staging reads (owned by the OpenedFile)
-  Mapping mapping;        // host-register (the whole file)
+  File* file = nullptr;  // staging reads (owned by the OpenedFile)
+  Mapping mapping;       // host-register (the whole file)
+  // host-register from pages prepare registered ahead (registered_pages.h;
+  // owned there): set instead of MAPPING.
+  const Mapping* registered = nullptr;
   GdsFile gds;            // gds
   int report_index = -1;  // into LoadReport::files; -1 when not needed
 };
 
 // Chooses a path for every file with NEEDED[i] and an open OPENED[i].file,
 // appending one FileReport per such file (bytes = 0) and any notes to
-// REPORT. On error REPORT may hold the files chosen so far.
+// REPORT. On error REPORT may hold the files chosen so far. AHEAD (may be
+// null): the pages prepare registered for this load, stopped; a file whose
+// registered pages hold all of SELS' blocks in it is copied straight from
+// them (unless host_register=off or GDS was chosen).
 StatusOr<std::vector<FileChoice>> ChoosePaths(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, const std::vector<OpenedFile>& opened,
-    const HostRegisterSupport& host_register, LoadReport* report);
+    const HostRegisterSupport& host_register, const RegisteredPages* ahead,
+    std::span<const TensorSelection> sels, LoadReport* report);
 
 }  // namespace weightlift::internal

@@ -109,6 +109,7 @@ class HostTarget final : public LoadTarget {
                                 const std::vector<OpenedFile>& opened,
                                 LoadReport* report) override;
   StatusOr<Routing> Route(const Checkpoint& ckpt,
+                          std::span<const TensorSelection> sels,
                           const std::vector<bool>& needed,
                           const std::vector<OpenedFile>& opened,
                           LoadReport* report) override;
@@ -171,6 +172,7 @@ StatusOr<Allocation> HostTarget::Allocate(const Checkpoint& ckpt,
 }
 
 StatusOr<Routing> HostTarget::Route(const Checkpoint& ckpt,
+                                    std::span<const TensorSelection>,
                                     const std::vector<bool>& needed,
                                     const std::vector<OpenedFile>& opened,
                                     LoadReport* report) {

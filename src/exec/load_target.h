@@ -41,6 +41,11 @@ struct Route {
   // of a slot, or read as gathered row runs (the sink has slots); else
   // every row is a plain range (GDS).
   bool strided = true;
+  // The sink copies straight out of memory that is already in place (a
+  // mapping registered ahead): covering rows costs nothing
+  // (PlaceOptions::covering_is_free), and the bytes read are the bytes
+  // delivered, not the chunks' spans.
+  bool zero_copy = false;
 };
 
 // How one checkpoint file is read.
@@ -102,9 +107,10 @@ class LoadTarget {
                                         std::span<const TensorSelection> sels,
                                         const std::vector<OpenedFile>& opened,
                                         LoadReport* report) = 0;
-  // The routes of a load reading the files with NEEDED[i] (open in
+  // The routes of a load of SELS reading the files with NEEDED[i] (open in
   // OPENED); appends a FileReport for every file read (bytes 0) and notes.
   virtual StatusOr<Routing> Route(const Checkpoint& ckpt,
+                                  std::span<const TensorSelection> sels,
                                   const std::vector<bool>& needed,
                                   const std::vector<OpenedFile>& opened,
                                   LoadReport* report) = 0;

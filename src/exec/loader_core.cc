@@ -132,7 +132,8 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   const auto t_route = Clock::now();
   WL_ASSIGN_OR_RETURN(
       Routing routing,
-      target_->Route(ckpt, FilesNeeded(ckpt, TensorsOf(sels)), opened, report));
+      target_->Route(ckpt, sels, FilesNeeded(ckpt, TensorsOf(sels)), opened,
+                     report));
   report->open_seconds += SecondsSince(t_route);
 
   // ---- Place every selection for its file's route, then plan each route.
@@ -154,6 +155,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     PlaceOptions po;
     po.granularity = fr.granularity;
     po.read_cost_bytes = fr.file->read_cost_bytes();
+    po.covering_is_free = route.zero_copy;
     const uint64_t g = std::max<uint64_t>(fr.granularity, 1);
     // A strided chunk is one slot: the planner's cap for it.
     po.max_chunk_bytes =
@@ -199,7 +201,8 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     }
     plans[r] = MakePlan(segments[r], plan_files, sels.size(), popt);
     total += plans[r].bytes_delivered;
-    report->bytes_read += plans[r].bytes_read;
+    report->bytes_read +=
+        route.zero_copy ? plans[r].bytes_delivered : plans[r].bytes_read;
   }
 
   // ---- Run: every route in turn, one tracker for the whole load.

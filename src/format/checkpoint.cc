@@ -202,7 +202,8 @@ Checkpoint::Checkpoint(std::vector<FileInfo> files,
     : files_(std::move(files)),
       tensors_(std::move(tensors)),
       index_path_(std::move(index_path)),
-      warm_(std::make_shared<internal::WarmMappings>()) {
+      warm_(std::make_shared<internal::WarmMappings>()),
+      prepared_(std::make_shared<internal::PreparedPagesSlot>()) {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     by_name_.emplace(tensors_[i].name, static_cast<uint32_t>(i));
     total_bytes_ += tensors_[i].size;

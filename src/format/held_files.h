@@ -13,6 +13,7 @@
 
 #include "env/env.h"
 #include "env/warm_mappings.h"
+#include "format/prepared_pages.h"
 #include "weightlift/checkpoint.h"
 
 namespace weightlift::internal {
@@ -30,6 +31,10 @@ struct HeldFiles {
   }
   // The row pages filled ahead of CKPT's next load (never null).
   static WarmMappings& Warm(const Checkpoint& ckpt) { return *ckpt.warm_; }
+  // What prepare registered ahead of CKPT's next load (never null).
+  static PreparedPagesSlot& Prepared(const Checkpoint& ckpt) {
+    return *ckpt.prepared_;
+  }
   // REQUIRES: FILES is empty or has one File per ckpt->files().
   static void Set(Checkpoint* ckpt, std::vector<std::shared_ptr<File>> files) {
     ckpt->open_files_ = std::move(files);

@@ -240,14 +240,15 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
     }
     uint64_t moved = 0, reads = 0;
     RunsBytes(b, g, &moved, &reads);
-    if (StridedCost(b, o) <= WeighRuns(moved, reads, o)) {
+    const bool free_cover = o.covering_is_free && StridedFits(b, o);
+    if (free_cover || StridedCost(b, o) <= WeighRuns(moved, reads, o)) {
       Segment seg{sel.file, b.file_offset, b.width, at, request};
       seg.rows = b.rows;
       seg.pitch = b.pitch;
       segments->push_back(seg);
       ++counts->strided_slices;
       counts->strided_rows += b.rows;
-      counts->slice_bytes_read += CoverBytes(b, g);
+      counts->slice_bytes_read += free_cover ? bytes : CoverBytes(b, g);
     } else {
       // Row runs: one gather segment; the planner reads its rows one by
       // one, packed back to back (or row by row where it cannot gather).

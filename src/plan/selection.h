@@ -84,6 +84,11 @@ struct PlaceOptions {
   // file read): 0 for the page cache, where a tensor-parallel rank then
   // reads no more than its share; more where requests cost more than bytes.
   uint64_t read_cost_bytes = 0;
+  // The path copies the selected bytes straight out of memory it does not
+  // read (a mapping registered ahead, cuda/registered_pages.h): a strided
+  // placement then moves only those bytes, so every block that fits a
+  // chunk is placed strided (one copy per chunk, not one per row).
+  bool covering_is_free = false;
 };
 
 // Bytes a block costs to move each way at the options' granularity

@@ -8,20 +8,12 @@
 #include <random>
 #include <vector>
 
+#include "plan/testing/tensors.h"
+
 namespace weightlift::internal {
 namespace {
 
-TensorInfo Tensor(std::vector<uint64_t> shape, int elem_bytes,
-                  uint64_t offset) {
-  TensorInfo t;
-  t.name = "w";
-  t.dtype = DType::kU8;  // only the element size matters here
-  t.shape = std::move(shape);
-  t.offset = offset;
-  t.size = static_cast<uint64_t>(elem_bytes);
-  for (uint64_t d : t.shape) t.size *= d;
-  return t;
-}
+using testing::Tensor;
 
 // numpy's basic indexing, written the plain way: every selected element in
 // C order, gathered from FILE.
@@ -244,6 +236,35 @@ TEST(PlaceSelectionTest, AReadsOwnCostTurnsShortRunsIntoACoveringRead) {
   EXPECT_FALSE(segs[0].gather);
   EXPECT_EQ(weighed.strided_slices, 1u);
   EXPECT_EQ(weighed.slice_read_cost_bytes, 32u << 10);
+}
+
+// From memory registered ahead (covering_is_free) the same part is one
+// strided segment that moves only its own bytes: the copy picks 1 KiB of
+// each row out of the registered rows, nothing reads the rest. A row wider
+// than a chunk still goes row by row.
+TEST(PlaceSelectionTest, AFreeCoverPlacesEveryFittingBlockStrided) {
+  TensorInfo t = Tensor({4096, 4096}, 2, 8);
+  std::vector<DimSlice> part = {{0, 4096, 1}, {512, 1024, 1}};
+  auto sel = SelectSlice(t, 0, 16, part);
+  ASSERT_TRUE(sel.ok());
+  PlaceOptions registered{4096, 64u << 20, 0};
+  registered.covering_is_free = true;
+  std::vector<Segment> segs;
+  ReadCounts counts;
+  PlaceSelection(*sel, 0x10000, 0, registered, &segs, &counts);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_FALSE(segs[0].gather);
+  EXPECT_EQ(segs[0].rows, 4096u);
+  EXPECT_EQ(segs[0].pitch, 8192u);
+  EXPECT_EQ(counts.strided_slices, 1u);
+  EXPECT_EQ(counts.slice_bytes_read, sel->bytes);
+  registered.max_chunk_bytes = 4096;  // a row and a block do not fit
+  segs.clear();
+  ReadCounts narrow;
+  PlaceSelection(*sel, 0x10000, 0, registered, &segs, &narrow);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_TRUE(segs[0].gather);
+  EXPECT_EQ(narrow.row_run_slices, 1u);
 }
 
 // Random tensors, random slices, every placement: the bytes the plan

@@ -24,8 +24,11 @@
 #include "cuda/cufile_lib.h"
 #include "cuda/device_available.h"
 #include "cuda/gds_path.h"
+#include "cuda/register_ahead.h"
+#include "cuda/registered_pages.h"
 #include "env/env.h"
 #include "env/page_cache.h"
+#include "format/held_files.h"
 #include "gpu_test_fixture.h"
 #include "st_builder.h"
 #include "util/testing/reference_gather.h"
@@ -112,6 +115,82 @@ TEST_F(SpineTest, SlicesToCudaMatchReferenceGather) {
                n.find(" 0 strided") == std::string::npos;
   }
   EXPECT_TRUE(strided) << "O_DIRECT: narrow rows should be placed strided";
+}
+
+// ---- Pages registered ahead (prepare) ------------------------------------
+
+// Waits until the registration prepare started for CK's next load is done
+// (a load takes whatever is done when it begins).
+void WaitForRegistration(const Checkpoint& ck) {
+  std::shared_ptr<internal::PreparedPages> p =
+      internal::HeldFiles::Prepared(ck).Take();
+  ASSERT_NE(p, nullptr);
+  auto pages = std::dynamic_pointer_cast<internal::RegisteredPages>(p);
+  ASSERT_NE(pages, nullptr);
+  pages->Wait();
+  EXPECT_EQ(pages->registered_bytes(), pages->bytes());
+  internal::HeldFiles::Prepared(ck).Put(std::move(p));
+}
+
+// A tensor-parallel rank's parts (columns of a row-parallel weight, rows of
+// a column-parallel one, a replicated vector, 50-byte runs of 400-byte
+// rows) loaded from pages prepare registered: bit-exact, copied straight
+// from the page cache (one 2D copy per part, so the bytes read are the
+// bytes delivered), and the report says so. Nothing is left for the next
+// load, which stages; pages registered for another request are not used,
+// and the report says why.
+TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
+  std::string path =
+      Write("ahead.safetensors",
+            {Spec("mlp", "BF16", {4096, 11008}), Spec("o", "BF16", {512, 4096}),
+             Spec("norm", "F32", {4096}), Spec("narrow", "F16", {3000, 200})},
+            22);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  std::vector<TensorRequest> req = {
+      {"mlp", {{0, 4096, 1}, {1376, 2752, 1}}},  // a row-parallel part
+      {"o", {{64, 128, 1}}},                     // a column-parallel part
+      {"norm", {}},                              // replicated
+      {"narrow", {{0, 3000, 1}, {50, 75, 1}}},   // short runs
+  };
+  auto ahead = internal::RegisterPagesAhead(*ck, req, 0, 0.0);
+  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  EXPECT_EQ(ahead->files, 1u);
+  EXPECT_TRUE(ahead->skipped.empty());
+  WaitForRegistration(*ck);
+  LoadReport r = LoadAndCheck(*ck, req, Cuda());
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_EQ(r.files[0].path_taken, "host-register") << r.files[0].reason;
+  EXPECT_NE(r.files[0].reason.find("registered by prepare"), std::string::npos)
+      << r.files[0].reason;
+  EXPECT_EQ(r.bytes_read, r.bytes);
+  bool noted = false;
+  for (auto& n : r.notes) noted |= n.find("prepare registered") == 0;
+  EXPECT_TRUE(noted);
+
+  LoadReport again = LoadAndCheck(*ck, req, Cuda());
+  ASSERT_EQ(again.files.size(), 1u);
+  EXPECT_EQ(again.files[0].path_taken.rfind("pinned-staging", 0), 0u)
+      << again.files[0].path_taken;
+
+  std::vector<TensorRequest> rows_only = {req[1]};
+  ASSERT_TRUE(internal::RegisterPagesAhead(*ck, rows_only, 0, 0.0).ok());
+  WaitForRegistration(*ck);
+  LoadReport other = LoadAndCheck(*ck, req, Cuda());
+  ASSERT_EQ(other.files.size(), 1u);
+  EXPECT_EQ(other.files[0].path_taken.rfind("pinned-staging", 0), 0u);
+  EXPECT_NE(other.files[0].reason.find("prepared for another request"),
+            std::string::npos)
+      << other.files[0].reason;
+
+  // host_register=off leaves them alone.
+  ASSERT_TRUE(internal::RegisterPagesAhead(*ck, req, 0, 0.0).ok());
+  WaitForRegistration(*ck);
+  LoadOptions off = Cuda();
+  off.host_register = HostRegisterMode::kOff;
+  LoadReport staged = LoadAndCheck(*ck, req, off);
+  ASSERT_EQ(staged.files.size(), 1u);
+  EXPECT_EQ(staged.files[0].path_taken.rfind("pinned-staging", 0), 0u);
 }
 
 // ---- GDS in cuFile's compatibility mode -----------------------------------

@@ -181,6 +181,34 @@ def test_slice_mode_on_cuda_is_tensor_split_in_torchs_memory(ckpt, n):
         del got
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("n", [2, 8])
+def test_a_prepared_rank_on_cuda_copies_straight_from_the_page_cache(ckpt, n):
+    """prepare(cuda:0, checkpoint=, tp_*) registers the rank's pages ahead;
+    its load copies each file straight from them (host-register, bytes
+    read = bytes delivered), bit-exact; the next load stages."""
+    import time
+    from tp_reference import TEST_PLAN, split_reference
+    full = _full(ckpt)
+    for r in (0, n - 1):
+        kw = dict(tp_rank=r, tp_size=n, tp_plan=TEST_PLAN)
+        weightlift.prepare("cuda:0", checkpoint=ckpt, **kw)
+        time.sleep(1.0)  # a few MB: registered in milliseconds
+        got = weightlift.load_checkpoint(ckpt, device="cuda:0", **kw)
+        _check_parts(got, split_reference(full, TEST_PLAN, r, n))
+        files = got.report.files
+        assert files and all(f.path_taken == "host-register" for f in files), \
+            [(f.path_taken, f.reason) for f in files]
+        assert got.report.bytes_read == got.report.bytes
+        assert any(x.startswith("prepare registered") for x in
+                   got.report.notes), got.report.notes
+        again = weightlift.load_checkpoint(ckpt, device="cuda:0", **kw)
+        _check_parts(again, split_reference(full, TEST_PLAN, r, n))
+        assert all(f.path_taken.startswith("pinned-staging")
+                   for f in again.report.files)
+    weightlift.release_cached_loaders()
+
+
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
     from tp_reference import TEST_PLAN
     total = _file_bytes(ckpt)

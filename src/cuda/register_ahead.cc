@@ -1,0 +1,77 @@
+#include "cuda/register_ahead.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "cuda/host_register_sink.h"
+#include "cuda/registered_pages.h"
+#include "cuda/cuda_config.h"
+#include "cuda/cuda_util.h"
+#include "env/page_cache.h"
+#include "exec/request.h"
+#include "format/held_files.h"
+#include "plan/page_spans.h"
+#include "util/percent.h"
+
+namespace weightlift::internal {
+
+StatusOr<RegisteringAhead> RegisterPagesAhead(
+    const Checkpoint& ckpt, std::span<const TensorRequest> requests,
+    int device, double resident_threshold) {
+  WL_RETURN_IF_ERROR(CheckCudaDevice(device));
+  const HostRegisterSupport support = QueryHostRegisterSupport(device);
+  if (!support.ok) return Status::Unsupported(support.why);
+  WL_ASSIGN_OR_RETURN(std::vector<TensorSelection> selections,
+                      ResolveRequests(ckpt, requests));
+  // No two registrations may share a page of the system's (64 KiB on some
+  // ARM hosts), and every chunk of the load (aligned to kPageBytes) must lie
+  // in one span.
+  const uint64_t page = std::max<uint64_t>(
+      kPageBytes, static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
+  std::vector<uint64_t> sizes;
+  for (const FileInfo& f : ckpt.files()) sizes.push_back(f.size);
+  std::vector<std::vector<PageSpan>> spans =
+      PageSpansOf(selections, sizes, page);
+  RegisteringAhead out;
+  std::vector<RegisterFile> files;
+  for (uint32_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].empty()) continue;
+    const std::string& path = ckpt.files()[i].path;
+    WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
+                        OpenForLoad(ckpt, i, Backend::kPread, IoOptions{}));
+    if (f->native_fd() < 0) {
+      out.skipped.push_back(path + ": not a local file");
+      continue;
+    }
+    StatusOr<Residency> res = SampleResidency(*f);
+    if (!res.ok() || res->fraction < resident_threshold) {
+      out.skipped.push_back(
+          path + ": " +
+          (res.ok() ? "pages " + Percent(res->fraction) + " resident"
+                    : "residency unknown (" + res.status().message() + ")"));
+      continue;
+    }
+    StatusOr<Mapping> map = f->Map(0, f->size(), MapAccess::kReadShared);
+    if (!map.ok()) {
+      out.skipped.push_back(path + ": cannot be mapped (" +
+                            map.status().message() + ")");
+      continue;
+    }
+    RegisterFile r;
+    r.file = i;
+    r.path = path;
+    r.map = std::move(*map);
+    r.spans = std::move(spans[i]);
+    for (const PageSpan& s : r.spans) out.bytes += s.bytes();
+    files.push_back(std::move(r));
+    ++out.files;
+  }
+  // Replaces (and so frees) an earlier prepare's registration either way.
+  HeldFiles::Prepared(ckpt).Put(
+      files.empty() ? nullptr : RegisteredPages::Start(device, std::move(files)));
+  return out;
+}
+
+}  // namespace weightlift::internal

@@ -1,0 +1,169 @@
+#include "cuda/registered_pages.h"
+
+#include <cuda_runtime_api.h>
+#include <sys/mman.h>
+
+#include <system_error>
+#include <utility>
+
+#include "cuda/cuda_util.h"
+#include "util/clock.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+namespace weightlift::internal {
+
+std::shared_ptr<RegisteredPages> RegisteredPages::Start(
+    int device, std::vector<RegisterFile> files) {
+  std::shared_ptr<RegisteredPages> p(new RegisteredPages());
+  p->device_ = device;
+  p->work_ = std::make_shared<Work>();
+  p->work_->device = device;
+  for (RegisterFile& f : files) {
+    p->work_->files.push_back(FileState{std::move(f), 0, {}});
+  }
+  try {
+    p->thread_ = std::thread([w = p->work_] { Register(*w); });
+  } catch (const std::system_error& e) {
+    for (FileState& fs : p->work_->files) {
+      fs.error = std::string("no thread to register its pages (") + e.what() +
+                 ")";
+    }
+    p->work_->finished = true;
+  }
+  return p;
+}
+
+void RegisteredPages::Register(Work& w) {
+  const auto t = Clock::now();
+  Status device = UseDevice(w.device);
+  for (FileState& fs : w.files) {
+    if (!device.ok()) {
+      fs.error = device.message();
+      continue;
+    }
+    for (; fs.done < fs.f.spans.size(); ++fs.done) {
+      if (w.stop.load(std::memory_order_relaxed)) break;
+      const PageSpan& s = fs.f.spans[fs.done];
+      // MAP the span's offsets: the mapping starts at file offset 0.
+      std::byte* base = fs.f.map.data() + s.begin;
+      // Fault the pages in first (a page-table walk over cached pages);
+      // registering then only pins them. Best effort: without
+      // MADV_POPULATE_READ (kernels before 5.14) registering faults them.
+      (void)madvise(base, s.bytes(), MADV_POPULATE_READ);
+      const cudaError_t e =
+          cudaHostRegister(base, s.bytes(), cudaHostRegisterReadOnly);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        fs.error = CudaStatus(e, "cudaHostRegister(ReadOnly) of " +
+                                     std::to_string(s.bytes()) +
+                                     " bytes at offset " +
+                                     std::to_string(s.begin) + " of " +
+                                     fs.f.path)
+                       .message();
+        break;
+      }
+    }
+  }
+  w.seconds = SecondsSince(t);
+  w.finished = true;
+}
+
+RegisteredPages::~RegisteredPages() {
+  if (made_.forked()) {
+    // The thread and its work stayed in the parent (fork_epoch.h).
+    if (thread_.joinable()) AbandonThread(std::move(thread_));
+    Abandon(std::move(work_));
+    return;
+  }
+  Stop();
+  Unregister();
+}
+
+void RegisteredPages::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  work_->stop = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void RegisteredPages::Wait() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+void RegisteredPages::Unregister() {
+  int prev = -1;
+  const bool had = cudaGetDevice(&prev) == cudaSuccess;
+  if (UseDevice(device_).ok()) {
+    for (FileState& fs : work_->files) {
+      for (size_t i = 0; i < fs.done; ++i) {
+        (void)cudaHostUnregister(fs.f.map.data() + fs.f.spans[i].begin);
+      }
+      fs.done = 0;
+    }
+  }
+  (void)cudaGetLastError();
+  if (had && prev != device_) (void)cudaSetDevice(prev);
+  // The mappings go with work_.
+}
+
+const Mapping* RegisteredPages::CoveringMapping(
+    uint32_t file, std::span<const TensorSelection> sels,
+    std::string* why) const {
+  const FileState* fs = nullptr;
+  for (const FileState& f : work_->files) {
+    if (f.f.file == file) fs = &f;
+  }
+  if (fs == nullptr) {
+    *why = "prepare registered none of its pages";
+    return nullptr;
+  }
+  if (!fs->error.empty()) {
+    *why = "prepare could not register its pages: " + fs->error;
+    return nullptr;
+  }
+  if (fs->done < fs->f.spans.size()) {
+    *why = "prepare had registered " + std::to_string(fs->done) + " of its " +
+           std::to_string(fs->f.spans.size()) +
+           " page spans when the load began";
+    return nullptr;
+  }
+  const std::span<const PageSpan> spans(fs->f.spans);
+  for (const TensorSelection& sel : sels) {
+    if (sel.file != file) continue;
+    for (const RowBlock& b : sel.blocks) {
+      if (b.rows == 0 || b.width == 0) continue;
+      if (!SpansCover(spans, b.file_offset, b.span())) {
+        *why =
+            "the pages prepare registered do not hold all of this load's "
+            "selection (prepared for another request)";
+        return nullptr;
+      }
+    }
+  }
+  return &fs->f.map;
+}
+
+uint64_t RegisteredPages::bytes() const {
+  uint64_t n = 0;
+  for (const FileState& fs : work_->files) {
+    for (const PageSpan& s : fs.f.spans) n += s.bytes();
+  }
+  return n;
+}
+
+uint64_t RegisteredPages::registered_bytes() const {
+  uint64_t n = 0;
+  for (const FileState& fs : work_->files) {
+    for (size_t i = 0; i < fs.done; ++i) n += fs.f.spans[i].bytes();
+  }
+  return n;
+}
+
+double RegisteredPages::seconds() const { return work_->seconds; }
+
+}  // namespace weightlift::internal

@@ -1,0 +1,95 @@
+#include "plan/page_spans.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "plan/plan.h"
+#include "plan/testing/tensors.h"
+
+namespace weightlift::internal {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+TensorSelection Block(uint32_t file, uint64_t offset, uint64_t width,
+                      uint64_t rows = 1, uint64_t pitch = 0) {
+  TensorSelection s;
+  s.file = file;
+  s.blocks.push_back({offset, width, rows, pitch});
+  s.bytes = width * rows;
+  return s;
+}
+
+TEST(PageSpansTest, WidensToPagesMergesTouchingAndCutsAtTheLastPage) {
+  std::vector<TensorSelection> sels = {
+      Block(0, 100, 50),                // page 0
+      Block(0, 4096 * 3 + 10, 4096),    // pages 3-4
+      Block(0, 4096 * 5, 8),            // page 5: touches 3-4
+      Block(0, 4096 * 9, 1024, 4, 8192),  // rows of pages 9..15
+      Block(1, 20000, 1000),            // file 1, up to its end
+  };
+  std::vector<uint64_t> sizes = {1 << 20, 21000};
+  auto spans = PageSpansOf(sels, sizes, kPage);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0], (std::vector<PageSpan>{{0, 4096},
+                                            {4096 * 3, 4096 * 6},
+                                            {4096 * 9, 4096 * 16}}));
+  EXPECT_EQ(spans[1], (std::vector<PageSpan>{{16384, 24576}}));
+  EXPECT_TRUE(SpansCover(spans[0], 4096 * 3, 4096 * 3));
+  EXPECT_FALSE(SpansCover(spans[0], 4096 * 3, 4096 * 3 + 1));
+  EXPECT_FALSE(SpansCover(spans[0], 4096, 1));
+  EXPECT_TRUE(SpansCover(spans[0], 4096 * 15, 4096));
+  EXPECT_FALSE(SpansCover(spans[1], 0, 1));
+}
+
+// Random slices of random tensors, planned as the registered route plans
+// them (page alignment, strided placement, any chunk size): every chunk
+// lies in one of the spans, and the spans never share a page.
+TEST(PageSpansTest, EveryPlannedChunkLiesInOneSpan) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<TensorInfo> tensors;
+    uint64_t offset = rng() % 5000;
+    for (int t = 0; t < 6; ++t) {
+      const uint64_t rows = 1 + rng() % 40, cols = 1 + rng() % 3000;
+      tensors.push_back(testing::Tensor({rows, cols}, 2, offset));
+      offset += tensors.back().size + rng() % 9000;
+    }
+    const uint64_t file_size = offset + rng() % 100;
+    std::vector<TensorSelection> sels;
+    std::vector<Segment> segs;
+    ReadCounts counts;
+    PlaceOptions po{kPage, (1u << 16) + (rng() % 8) * kPage, 0};
+    po.covering_is_free = true;
+    uintptr_t dst = 1 << 20;
+    for (uint32_t k = 0; k < tensors.size(); ++k) {
+      const TensorInfo& t = tensors[k];
+      const uint64_t cols = t.shape[1];
+      const uint64_t a = rng() % cols, b = a + 1 + rng() % (cols - a);
+      std::vector<DimSlice> slice = {{0, t.shape[0], 1}, {a, b, 1}};
+      auto sel = SelectSlice(t, k, 16, slice);
+      ASSERT_TRUE(sel.ok());
+      PlaceSelection(*sel, dst, k, po, &segs, &counts);
+      dst += sel->bytes;
+      sels.push_back(std::move(*sel));
+    }
+    std::vector<uint64_t> sizes = {file_size};
+    auto spans = PageSpansOf(sels, sizes, kPage);
+    for (size_t i = 1; i < spans[0].size(); ++i) {
+      ASSERT_GT(spans[0][i].begin, spans[0][i - 1].end - 1);
+    }
+    PlanFile f{file_size, kPage, false};
+    PlanOptions popt{po.max_chunk_bytes, UINT64_MAX};
+    Plan plan = MakePlan(segs, std::span<const PlanFile>(&f, 1),
+                         tensors.size(), popt);
+    for (const ReadChunk& c : plan.chunks) {
+      ASSERT_TRUE(SpansCover(spans[0], c.offset, c.length))
+          << "round " << round << " chunk at " << c.offset << " length "
+          << c.length;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weightlift::internal
