@@ -173,6 +173,7 @@ def run_rank(args):
         out["setup_seconds"] = report.setup_seconds
         out["notes"] = list(report.notes)
         out["file_reasons"] = [f.reason for f in report.files]
+        out["file_paths"] = [f.path_taken for f in report.files]
     if args.verify and args.method == "weightlift":
         want = st_slices(args.ckpt, args.n, args.r, dev)
         bad = [k for k in want if k not in got or got[k].dtype != want[k].dtype
