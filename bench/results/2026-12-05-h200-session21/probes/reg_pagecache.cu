@@ -166,6 +166,23 @@ static int one(const char* path) {
                 copy2d_gbps(dev, pinned, len, sh.width, sh.pitch,
                             rows_per_copy, s));
   }
+  // Call D found a rank's strided copies slower inside a load than here.
+  // A checkpoint's rows start wherever its header ends (8-byte aligned):
+  // the same 2D copies from sources off a 64 / 256 / 4096-byte boundary.
+  for (size_t off : {size_t(0), size_t(104), size_t(192), size_t(448),
+                     size_t(3520)}) {
+    std::printf("2D o_proj 1/8 at source offset %zu (mod 256: %zu): "
+                "registered page cache %.1f GB/s, pinned %.1f GB/s; down_proj "
+                "1/8 %.1f / %.1f\n",
+                off, off % 256,
+                copy2d_gbps(dev, base + off, len - 4096, 1024, 8192, 4096, s),
+                copy2d_gbps(dev, pinned + off, len - 4096, 1024, 8192, 4096,
+                            s),
+                copy2d_gbps(dev, base + off, len - 32768, 2752, 22016, 4096,
+                            s),
+                copy2d_gbps(dev, pinned + off, len - 32768, 2752, 22016, 4096,
+                            s));
+  }
   double t0 = now_ms();
   CK(cudaHostUnregister(base));
   std::printf("unregister %.1f ms\n", now_ms() - t0);
