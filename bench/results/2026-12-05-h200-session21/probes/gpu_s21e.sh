@@ -1,4 +1,4 @@
-# session 21, call E (~40 s): reg_pagecache.cu's one mode again, now with 2D
+# session 21, call E (~40 s; run again as call F with first copies): reg_pagecache.cu's one mode again, now with 2D
 # copies from sources off a 64 / 256 / 4096-byte boundary (a checkpoint's
 # rows start wherever its header ends).
 TAG=s21e; DEADLINE=${DEADLINE:-100}
