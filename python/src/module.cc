@@ -432,15 +432,16 @@ nb::dict WarmRowPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
 // on a thread of its own, the pages of CKPT's files that REQUESTS' load
 // copies from, for files at least RESIDENT_THRESHOLD resident (negative:
 // LoadOptions' default); that load then copies them straight from the page
-// cache (src/cuda/registered_pages.h). Returns at once with {"files",
-// "bytes", "skipped"}.
+// cache (src/cuda/registered_pages.h). FORCED (host_register=on)
+// registers them even where they are far more than the bytes selected.
+// Returns at once with {"files", "bytes", "skipped"}.
 nb::dict RegisterPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
-                       int device, double resident_threshold) {
+                       int device, double resident_threshold, bool forced) {
   if (resident_threshold < 0) {
     resident_threshold = LoadOptions{}.resident_threshold;
   }
   internal::RegisteringAhead r = ValueOrRaise(internal::RegisterPagesAhead(
-      *ckpt.ckpt, requests.requests, device, resident_threshold));
+      *ckpt.ckpt, requests.requests, device, resident_threshold, forced));
   nb::dict out;
   out["files"] = r.files;
   out["bytes"] = r.bytes;
@@ -663,7 +664,7 @@ NB_MODULE(_native, m) {
   m.def("warm_row_pages", &WarmRowPages, "checkpoint"_a, "requests"_a,
         "resident_threshold"_a);
   m.def("register_pages", &RegisterPages, "checkpoint"_a, "requests"_a,
-        "device"_a, "resident_threshold"_a);
+        "device"_a, "resident_threshold"_a, "forced"_a);
 
   nb::class_<PyCheckpoint>(m, "Checkpoint")
       .def_static("open", &OpenCheckpoint, "path"_a)

@@ -119,7 +119,9 @@ def prepare_rank(path: Any, options: Dict[str, Any],
             and host_register is not False and str(host_register) != "off"
             and gds is not True and str(gds) not in ("on", "compat")):
         try:
-            _native.register_pages(ckpt, made[0], int(device[5:]), threshold)
+            forced = host_register is True or str(host_register) == "on"
+            _native.register_pages(ckpt, made[0], int(device[5:]), threshold,
+                                   forced)
         except UnsupportedError:
             pass  # a device that cannot: the load stages, and says why
 

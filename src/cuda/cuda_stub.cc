@@ -30,7 +30,7 @@ bool CudaDeviceAvailable(int device, std::string* why) {
 
 StatusOr<RegisteringAhead> RegisterPagesAhead(const Checkpoint&,
                                               std::span<const TensorRequest>,
-                                              int device, double) {
+                                              int device, double, bool) {
   return Status::Unsupported(
       "registering pages with cuda:" + std::to_string(device) +
       " ahead of a load: " + kWhy);

@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
-#include "cuda/host_register_sink.h"
-#include "cuda/registered_pages.h"
 #include "cuda/cuda_config.h"
 #include "cuda/cuda_util.h"
+#include "cuda/host_register_sink.h"
+#include "cuda/registered_pages.h"
 #include "env/page_cache.h"
 #include "exec/request.h"
 #include "format/held_files.h"
@@ -18,8 +19,8 @@
 namespace weightlift::internal {
 
 StatusOr<RegisteringAhead> RegisterPagesAhead(
-    const Checkpoint& ckpt, std::span<const TensorRequest> requests,
-    int device, double resident_threshold) {
+    const Checkpoint& ckpt, std::span<const TensorRequest> requests, int device,
+    double resident_threshold, bool forced) {
   WL_RETURN_IF_ERROR(CheckCudaDevice(device));
   const HostRegisterSupport support = QueryHostRegisterSupport(device);
   if (!support.ok) return Status::Unsupported(support.why);
@@ -35,6 +36,32 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   std::vector<std::vector<PageSpan>> spans =
       PageSpansOf(selections, sizes, page);
   RegisteringAhead out;
+  uint64_t span_bytes = 0, selected = 0;
+  for (const std::vector<PageSpan>& f : spans) {
+    for (const PageSpan& s : f) span_bytes += s.bytes();
+  }
+  for (const TensorSelection& sel : selections) selected += sel.bytes;
+  if (!forced &&
+      static_cast<double>(span_bytes) >
+          kMaxRegisteredPerSelected * static_cast<double>(selected)) {
+    char buf[220];
+    std::snprintf(buf, sizeof buf,
+                  "its pages are %.2f GB for %.2f GB selected (%.1fx, more "
+                  "than %.1fx: the rows of row-parallel parts), so not "
+                  "registered ahead (host_register=on registers them)",
+                  static_cast<double>(span_bytes) / 1e9,
+                  static_cast<double>(selected) / 1e9,
+                  static_cast<double>(span_bytes) /
+                      static_cast<double>(std::max<uint64_t>(selected, 1)),
+                  kMaxRegisteredPerSelected);
+    for (uint32_t i = 0; i < spans.size(); ++i) {
+      if (!spans[i].empty()) {
+        out.skipped.push_back(ckpt.files()[i].path + ": " + buf);
+      }
+    }
+    HeldFiles::Prepared(ckpt).Put(nullptr);  // an earlier prepare's, stale
+    return out;
+  }
   std::vector<RegisterFile> files;
   for (uint32_t i = 0; i < spans.size(); ++i) {
     if (spans[i].empty()) continue;
@@ -70,7 +97,8 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   }
   // Replaces (and so frees) an earlier prepare's registration either way.
   HeldFiles::Prepared(ckpt).Put(
-      files.empty() ? nullptr : RegisteredPages::Start(device, std::move(files)));
+      files.empty() ? nullptr
+                    : RegisteredPages::Start(device, std::move(files)));
   return out;
 }
 

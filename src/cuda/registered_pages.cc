@@ -28,8 +28,8 @@ std::shared_ptr<RegisteredPages> RegisteredPages::Start(
     p->thread_ = std::thread([w = p->work_] { Register(*w); });
   } catch (const std::system_error& e) {
     for (FileState& fs : p->work_->files) {
-      fs.error = std::string("no thread to register its pages (") + e.what() +
-                 ")";
+      fs.error =
+          std::string("no thread to register its pages (") + e.what() + ")";
     }
     p->work_->finished = true;
   }
@@ -57,12 +57,11 @@ void RegisteredPages::Register(Work& w) {
           cudaHostRegister(base, s.bytes(), cudaHostRegisterReadOnly);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        fs.error = CudaStatus(e, "cudaHostRegister(ReadOnly) of " +
-                                     std::to_string(s.bytes()) +
-                                     " bytes at offset " +
-                                     std::to_string(s.begin) + " of " +
-                                     fs.f.path)
-                       .message();
+        fs.error =
+            CudaStatus(e, "cudaHostRegister(ReadOnly) of " +
+                              std::to_string(s.bytes()) + " bytes at offset " +
+                              std::to_string(s.begin) + " of " + fs.f.path)
+                .message();
         break;
       }
     }

@@ -47,8 +47,8 @@ class RegisteredPages final : public PreparedPages {
   // (one registration per span: a copy never crosses two), on a thread of
   // its own; returns at once. Without a thread (std::system_error) nothing
   // is registered and every file says so.
-  static std::shared_ptr<RegisteredPages> Start(int device,
-                                                std::vector<RegisterFile> files);
+  static std::shared_ptr<RegisteredPages> Start(
+      int device, std::vector<RegisterFile> files);
   // Stops registering, unregisters what was registered (on DEVICE) and
   // unmaps. In a child forked after Start, leaves the parent's thread and
   // everything it used alone (util/fork_epoch.h).

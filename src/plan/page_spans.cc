@@ -5,8 +5,8 @@
 namespace weightlift::internal {
 
 std::vector<std::vector<PageSpan>> PageSpansOf(
-    std::span<const TensorSelection> sels,
-    std::span<const uint64_t> file_sizes, uint64_t page) {
+    std::span<const TensorSelection> sels, std::span<const uint64_t> file_sizes,
+    uint64_t page) {
   std::vector<std::vector<PageSpan>> raw(file_sizes.size());
   auto down = [page](uint64_t v) { return v & ~(page - 1); };
   auto up = [&](uint64_t v) { return down(v + page - 1); };
@@ -21,10 +21,9 @@ std::vector<std::vector<PageSpan>> PageSpansOf(
     }
   }
   for (std::vector<PageSpan>& spans : raw) {
-    std::sort(spans.begin(), spans.end(),
-              [](const PageSpan& x, const PageSpan& y) {
-                return x.begin < y.begin;
-              });
+    std::sort(
+        spans.begin(), spans.end(),
+        [](const PageSpan& x, const PageSpan& y) { return x.begin < y.begin; });
     std::vector<PageSpan> merged;
     for (const PageSpan& s : spans) {
       if (!merged.empty() && s.begin <= merged.back().end) {

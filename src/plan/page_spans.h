@@ -28,8 +28,8 @@ struct PageSpan {
 // (a chunk's read never reaches past its segments' pages). REQUIRES: PAGE
 // is a power of two; every block lies in its file.
 std::vector<std::vector<PageSpan>> PageSpansOf(
-    std::span<const TensorSelection> sels,
-    std::span<const uint64_t> file_sizes, uint64_t page);
+    std::span<const TensorSelection> sels, std::span<const uint64_t> file_sizes,
+    uint64_t page);
 
 // Whether [OFFSET, OFFSET + LENGTH) lies in one of SPANS (sorted, disjoint).
 bool SpansCover(std::span<const PageSpan> spans, uint64_t offset,

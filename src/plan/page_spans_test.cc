@@ -23,18 +23,18 @@ TensorSelection Block(uint32_t file, uint64_t offset, uint64_t width,
 
 TEST(PageSpansTest, WidensToPagesMergesTouchingAndCutsAtTheLastPage) {
   std::vector<TensorSelection> sels = {
-      Block(0, 100, 50),                // page 0
-      Block(0, 4096 * 3 + 10, 4096),    // pages 3-4
-      Block(0, 4096 * 5, 8),            // page 5: touches 3-4
+      Block(0, 100, 50),                  // page 0
+      Block(0, 4096 * 3 + 10, 4096),      // pages 3-4
+      Block(0, 4096 * 5, 8),              // page 5: touches 3-4
       Block(0, 4096 * 9, 1024, 4, 8192),  // rows of pages 9..15
-      Block(1, 20000, 1000),            // file 1, up to its end
+      Block(1, 20000, 1000),              // file 1, up to its end
   };
   std::vector<uint64_t> sizes = {1 << 20, 21000};
   auto spans = PageSpansOf(sels, sizes, kPage);
   ASSERT_EQ(spans.size(), 2u);
-  EXPECT_EQ(spans[0], (std::vector<PageSpan>{{0, 4096},
-                                            {4096 * 3, 4096 * 6},
-                                            {4096 * 9, 4096 * 16}}));
+  EXPECT_EQ(spans[0],
+            (std::vector<PageSpan>{
+                {0, 4096}, {4096 * 3, 4096 * 6}, {4096 * 9, 4096 * 16}}));
   EXPECT_EQ(spans[1], (std::vector<PageSpan>{{16384, 24576}}));
   EXPECT_TRUE(SpansCover(spans[0], 4096 * 3, 4096 * 3));
   EXPECT_FALSE(SpansCover(spans[0], 4096 * 3, 4096 * 3 + 1));
@@ -81,8 +81,8 @@ TEST(PageSpansTest, EveryPlannedChunkLiesInOneSpan) {
     }
     PlanFile f{file_size, kPage, false};
     PlanOptions popt{po.max_chunk_bytes, UINT64_MAX};
-    Plan plan = MakePlan(segs, std::span<const PlanFile>(&f, 1),
-                         tensors.size(), popt);
+    Plan plan =
+        MakePlan(segs, std::span<const PlanFile>(&f, 1), tensors.size(), popt);
     for (const ReadChunk& c : plan.chunks) {
       ASSERT_TRUE(SpansCover(spans[0], c.offset, c.length))
           << "round " << round << " chunk at " << c.offset << " length "

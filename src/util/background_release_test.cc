@@ -38,7 +38,8 @@ TEST(BackgroundReleaseTest, TheDestructorFinishesEverythingHandedOver) {
   std::thread::id on;
   {
     BackgroundRelease r;
-    for (int i = 0; i < 3; ++i) r.Release(std::make_shared<Slow>(&dropped, &on));
+    for (int i = 0; i < 3; ++i)
+      r.Release(std::make_shared<Slow>(&dropped, &on));
   }
   EXPECT_EQ(dropped.load(), 3);
 }

@@ -134,7 +134,8 @@ void WaitForRegistration(const Checkpoint& ck) {
 
 // A tensor-parallel rank's parts (columns of a row-parallel weight, rows of
 // a column-parallel one, a replicated vector, 50-byte runs of 400-byte
-// rows) loaded from pages prepare registered: bit-exact, copied straight
+// rows) loaded from pages prepare registered (forced: they are 8x the
+// part's bytes, which auto leaves alone): bit-exact, copied straight
 // from the page cache (one 2D copy per part, so the bytes read are the
 // bytes delivered), and the report says so. Nothing is left for the next
 // load, which stages; pages registered for another request are not used,
@@ -153,7 +154,16 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
       {"norm", {}},                              // replicated
       {"narrow", {{0, 3000, 1}, {50, 75, 1}}},   // short runs
   };
-  auto ahead = internal::RegisterPagesAhead(*ck, req, 0, 0.0);
+  // Its pages are the whole rows of "mlp" (8x its part): not registered
+  // unless forced (host_register=on), and the load stages.
+  auto refused = internal::RegisterPagesAhead(*ck, req, 0, 0.0, false);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->files, 0u);
+  ASSERT_EQ(refused->skipped.size(), 1u);
+  EXPECT_NE(refused->skipped[0].find("not registered ahead"), std::string::npos)
+      << refused->skipped[0];
+  EXPECT_EQ(internal::HeldFiles::Prepared(*ck).Take(), nullptr);
+  auto ahead = internal::RegisterPagesAhead(*ck, req, 0, 0.0, true);
   ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
   EXPECT_EQ(ahead->files, 1u);
   EXPECT_TRUE(ahead->skipped.empty());
@@ -174,7 +184,7 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
       << again.files[0].path_taken;
 
   std::vector<TensorRequest> rows_only = {req[1]};
-  ASSERT_TRUE(internal::RegisterPagesAhead(*ck, rows_only, 0, 0.0).ok());
+  ASSERT_TRUE(internal::RegisterPagesAhead(*ck, rows_only, 0, 0.0, true).ok());
   WaitForRegistration(*ck);
   LoadReport other = LoadAndCheck(*ck, req, Cuda());
   ASSERT_EQ(other.files.size(), 1u);
@@ -184,7 +194,7 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
       << other.files[0].reason;
 
   // host_register=off leaves them alone.
-  ASSERT_TRUE(internal::RegisterPagesAhead(*ck, req, 0, 0.0).ok());
+  ASSERT_TRUE(internal::RegisterPagesAhead(*ck, req, 0, 0.0, true).ok());
   WaitForRegistration(*ck);
   LoadOptions off = Cuda();
   off.host_register = HostRegisterMode::kOff;

@@ -184,15 +184,18 @@ def test_slice_mode_on_cuda_is_tensor_split_in_torchs_memory(ckpt, n):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 @pytest.mark.parametrize("n", [2, 8])
 def test_a_prepared_rank_on_cuda_copies_straight_from_the_page_cache(ckpt, n):
-    """prepare(cuda:0, checkpoint=, tp_*) registers the rank's pages ahead;
-    its load copies each file straight from them (host-register, bytes
-    read = bytes delivered), bit-exact; the next load stages."""
+    """prepare(cuda:0, checkpoint=, tp_*, host_register="on") registers the
+    rank's pages ahead (forced: auto leaves pages that are more than twice
+    the rank's bytes alone); its load copies each file straight from them
+    (host-register, bytes read = bytes delivered), bit-exact; the next load
+    stages."""
     import time
     from tp_reference import TEST_PLAN, split_reference
     full = _full(ckpt)
     for r in (0, n - 1):
         kw = dict(tp_rank=r, tp_size=n, tp_plan=TEST_PLAN)
-        weightlift.prepare("cuda:0", checkpoint=ckpt, **kw)
+        weightlift.prepare("cuda:0", checkpoint=ckpt, host_register="on",
+                           **kw)
         time.sleep(1.0)  # a few MB: registered in milliseconds
         got = weightlift.load_checkpoint(ckpt, device="cuda:0", **kw)
         _check_parts(got, split_reference(full, TEST_PLAN, r, n))

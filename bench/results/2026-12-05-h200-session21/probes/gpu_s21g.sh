@@ -1,0 +1,13 @@
+# session 21, call G (~1.5 min): the final code's registered-ahead tests on
+# the GPU (gpu_tests SpineTest.*, the tensor-parallel Python tests on CUDA),
+# after the 2x rule (cuda/register_ahead.h) was added.
+TAG=s21g; DEADLINE=${DEADLINE:-120}
+. bench/device_preamble.sh
+cmake -S . -B build-main -G Ninja -DCMAKE_BUILD_TYPE=Release -DWL_BUILD_PYTHON=ON \
+  -DPython_EXECUTABLE="$(command -v python3)" -DCMAKE_PREFIX_PATH="$ROOT/.deps" > $OUT/build.log 2>&1 &&
+  ninja -C build-main -j16 weightlift_python gpu_tests >> $OUT/build.log 2>&1; log "build rc $?"
+nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/gpu.txt 2>&1
+fits 30 && { timeout 30 build-main/tests/gpu/gpu_tests --gtest_filter='SpineTest.*:CudaLoaderTest.HostRegister*' > $OUT/gpu_spine.log 2>&1; log "gpu_tests rc $? $(grep -E '^\[  (PASSED|FAILED) ' $OUT/gpu_spine.log | tr '\n' ' ')"; grep -E "^\[  FAILED|Failure" -A3 $OUT/gpu_spine.log | head -20 >> $OUT/summary.txt; pack; }
+fits 40 && { PYTHONPATH=build-main/python timeout 40 python3 -m pytest -q -p no:cacheprovider tests/python/test_tp.py -k "cuda or prepared" -rs > $OUT/pytest_tp.log 2>&1; log "pytest tp cuda rc $? $(tail -1 $OUT/pytest_tp.log)"; grep -E "^FAILED|^E " $OUT/pytest_tp.log | head >> $OUT/summary.txt; pack; }
+log end; pack
+cat $OUT/summary.txt
