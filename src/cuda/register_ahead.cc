@@ -10,11 +10,10 @@
 #include "cuda/cuda_util.h"
 #include "cuda/host_register_sink.h"
 #include "cuda/registered_pages.h"
-#include "env/page_cache.h"
 #include "exec/request.h"
+#include "exec/resident_mapping.h"
 #include "format/held_files.h"
 #include "plan/page_spans.h"
-#include "util/percent.h"
 
 namespace weightlift::internal {
 
@@ -65,30 +64,16 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   std::vector<RegisterFile> files;
   for (uint32_t i = 0; i < spans.size(); ++i) {
     if (spans[i].empty()) continue;
-    const std::string& path = ckpt.files()[i].path;
-    WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                        OpenForLoad(ckpt, i, Backend::kPread, IoOptions{}));
-    if (f->native_fd() < 0) {
-      out.skipped.push_back(path + ": not a local file");
-      continue;
-    }
-    StatusOr<Residency> res = SampleResidency(*f);
-    if (!res.ok() || res->fraction < resident_threshold) {
-      out.skipped.push_back(
-          path + ": " +
-          (res.ok() ? "pages " + Percent(res->fraction) + " resident"
-                    : "residency unknown (" + res.status().message() + ")"));
-      continue;
-    }
-    StatusOr<Mapping> map = f->Map(0, f->size(), MapAccess::kReadShared);
-    if (!map.ok()) {
-      out.skipped.push_back(path + ": cannot be mapped (" +
-                            map.status().message() + ")");
+    std::string skipped;
+    WL_ASSIGN_OR_RETURN(std::optional<Mapping> map,
+                        MapResidentFile(ckpt, i, resident_threshold, &skipped));
+    if (!map) {
+      out.skipped.push_back(std::move(skipped));
       continue;
     }
     RegisterFile r;
     r.file = i;
-    r.path = path;
+    r.path = ckpt.files()[i].path;
     r.map = std::move(*map);
     r.spans = std::move(spans[i]);
     for (const PageSpan& s : r.spans) out.bytes += s.bytes();

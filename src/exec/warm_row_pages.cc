@@ -3,11 +3,10 @@
 #include <utility>
 
 #include "env/mapped_rows_file.h"
-#include "env/page_cache.h"
 #include "env/warm_mappings.h"
 #include "exec/request.h"
+#include "exec/resident_mapping.h"
 #include "format/held_files.h"
-#include "util/percent.h"
 
 namespace weightlift::internal {
 
@@ -29,25 +28,11 @@ StatusOr<WarmedRows> WarmRowPages(const Checkpoint& ckpt,
   std::vector<WarmFile> files;
   for (uint32_t i = 0; i < runs.size(); ++i) {
     if (runs[i].empty()) continue;
-    const std::string& path = ckpt.files()[i].path;
-    WL_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                        OpenForLoad(ckpt, i, Backend::kPread, IoOptions{}));
-    if (f->native_fd() < 0) {
-      out.skipped.push_back(path + ": not a local file");
-      continue;
-    }
-    StatusOr<Residency> res = SampleResidency(*f);
-    if (!res.ok() || res->fraction < resident_threshold) {
-      out.skipped.push_back(
-          path + ": " +
-          (res.ok() ? "pages " + Percent(res->fraction) + " resident"
-                    : "residency unknown (" + res.status().message() + ")"));
-      continue;
-    }
-    StatusOr<Mapping> map = f->Map(0, f->size(), MapAccess::kReadShared);
-    if (!map.ok()) {
-      out.skipped.push_back(path + ": cannot be mapped (" +
-                            map.status().message() + ")");
+    std::string skipped;
+    WL_ASSIGN_OR_RETURN(std::optional<Mapping> map,
+                        MapResidentFile(ckpt, i, resident_threshold, &skipped));
+    if (!map) {
+      out.skipped.push_back(std::move(skipped));
       continue;
     }
     WarmFile w;
