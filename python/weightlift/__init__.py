@@ -120,7 +120,10 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     an H200, while every CUDA copy of the process waits), and that load
     copies each file whose pages are all registered straight from the page
     cache, with no reads and no staging copy; the pages are unregistered
-    in the background after it (``host_register="off"`` turns this off).
+    in the background after it. Where the pages would be more than twice
+    the rank's bytes (the whole rows of row-parallel parts, as at 8 ranks)
+    nothing is registered and the load's report says why;
+    ``host_register="on"`` registers anyway, ``"off"`` never.
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an

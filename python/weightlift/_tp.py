@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core, _dtypes, _errors, _load_torch, _native
+from . import _core, _dtypes, _errors, _load_torch, _native, _options
 from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
 # What slice mode shares with group mode (_group) lives in a leaf module, so
 # that _tp imports _group and neither imports the other back. _tp imports
@@ -99,8 +99,10 @@ def prepare_rank(path: Any, options: Dict[str, Any],
     mapping: the auto backend, resident files (src/env/warm_mappings.h).
     On a CUDA device it also starts registering the pages of the rank's
     parts in the resident files, for that load to copy straight from
-    (src/cuda/registered_pages.h), unless host_register is off or GDS was
-    asked for."""
+    (src/cuda/registered_pages.h), unless host_register is off, GDS was
+    asked for, or the pages are more than twice the rank's bytes (the
+    whole rows of row-parallel parts; host_register="on" registers them
+    anyway, src/cuda/register_ahead.h)."""
     req = take_tp(dict(options), path)
     if req is None or req.group is not None or req.error is not None:
         return
@@ -111,17 +113,17 @@ def prepare_rank(path: Any, options: Dict[str, Any],
     _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made)
     threshold = load_options.get("resident_threshold")
     threshold = -1.0 if threshold is None else float(threshold)
-    if str(load_options.get("backend", "auto")) == "auto":
+    if str(load_options.get("backend", "auto")).lower() == "auto":
         _native.warm_row_pages(ckpt, made[0], threshold)
-    host_register = load_options.get("host_register", "auto")
-    gds = load_options.get("gds", "auto")
-    if (device.startswith("cuda:")
-            and host_register is not False and str(host_register) != "off"
-            and gds is not True and str(gds) not in ("on", "compat")):
+    # As the load will read them (_options.normalize: bools, any case).
+    host_register = _options._mode(load_options.get("host_register", "auto"),
+                                   "host_register")
+    gds = _options._mode(load_options.get("gds", "auto"), "gds")
+    if (device.startswith("cuda:") and host_register != "off"
+            and gds not in ("on", "compat")):
         try:
-            forced = host_register is True or str(host_register) == "on"
             _native.register_pages(ckpt, made[0], int(device[5:]), threshold,
-                                   forced)
+                                   host_register == "on")
         except UnsupportedError:
             pass  # a device that cannot: the load stages, and says why
 

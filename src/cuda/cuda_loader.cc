@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -101,7 +102,12 @@ struct CudaRouteState {
   std::shared_ptr<RegisteredPages> ahead;
   BackgroundRelease* release = nullptr;
   ~CudaRouteState() {
-    if (ahead) release->Release(std::move(ahead));
+    if (!ahead) return;
+    try {
+      release->Release(std::move(ahead));
+    } catch (const std::bad_alloc&) {
+      ahead.reset();  // unregistered here, then
+    }
   }
 };
 
@@ -231,17 +237,30 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
                                     LoadReport* report) {
   auto state = std::make_shared<CudaRouteState>();
   state->release = &release_;
-  // The pages prepare registered for this load, if it registered any for
-  // this device: registering stops now (what is done stays).
-  if (std::shared_ptr<PreparedPages> p = HeldFiles::Prepared(ckpt).Take()) {
-    state->ahead = std::dynamic_pointer_cast<RegisteredPages>(std::move(p));
-    if (state->ahead && state->ahead->device() != device_) {
-      report->notes.push_back("prepare registered pages with cuda:" +
-                              std::to_string(state->ahead->device()) +
-                              ", not this load's device: not used");
-      release_.Release(std::move(state->ahead));
+  // The pages prepare registered for this load: registering stops now
+  // (what is done stays). Pages made for another load (another device, or
+  // none of this load's files) are left in the slot for it.
+  PreparedPagesSlot& slot = HeldFiles::Prepared(ckpt);
+  if (std::shared_ptr<PreparedPages> p = slot.Take()) {
+    auto pages = std::dynamic_pointer_cast<RegisteredPages>(p);
+    bool ours = pages != nullptr && pages->device() == device_;
+    if (ours && pages->declined().empty()) {
+      ours = false;
+      for (uint32_t i = 0; i < needed.size() && !ours; ++i) {
+        ours = needed[i] && pages->Holds(i, sels);
+      }
     }
-    if (state->ahead) state->ahead->Stop();
+    if (!ours) {
+      slot.Restore(std::move(p));
+    } else if (!pages->declined().empty()) {
+      report->notes.push_back(
+          "prepare registered no pages ahead of this "
+          "load: " +
+          pages->declined());
+    } else {
+      pages->Stop();
+      state->ahead = std::move(pages);
+    }
   }
   std::vector<FileChoice>* choices = &state->choices;
   WL_ASSIGN_OR_RETURN(

@@ -115,12 +115,12 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       if (fp.registered != nullptr) {
         hr = true;
         char buf[160];
-        std::snprintf(buf, sizeof buf,
-                      "its pages registered by prepare ahead of the load "
-                      "(%.2f GB of the load's files in %.1f ms), so copied "
-                      "straight from the page cache",
-                      static_cast<double>(ahead->registered_bytes()) / 1e9,
-                      ahead->seconds() * 1e3);
+        std::snprintf(
+            buf, sizeof buf,
+            "its pages registered by prepare ahead of the load (%.2f GB of "
+            "this file's), so copied straight from the page cache",
+            static_cast<double>(ahead->file_bytes(static_cast<uint32_t>(i))) /
+                1e9);
         hr_why = buf;
       } else if (options.host_register == HostRegisterMode::kOn) {
         hr = true;

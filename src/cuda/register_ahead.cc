@@ -20,6 +20,8 @@ namespace weightlift::internal {
 StatusOr<RegisteringAhead> RegisterPagesAhead(
     const Checkpoint& ckpt, std::span<const TensorRequest> requests, int device,
     double resident_threshold, bool forced) {
+  // Whatever an earlier prepare left is stale now, whatever happens below.
+  HeldFiles::Prepared(ckpt).Put(nullptr);
   WL_RETURN_IF_ERROR(CheckCudaDevice(device));
   const HostRegisterSupport support = QueryHostRegisterSupport(device);
   if (!support.ok) return Status::Unsupported(support.why);
@@ -58,7 +60,7 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
         out.skipped.push_back(ckpt.files()[i].path + ": " + buf);
       }
     }
-    HeldFiles::Prepared(ckpt).Put(nullptr);  // an earlier prepare's, stale
+    HeldFiles::Prepared(ckpt).Put(RegisteredPages::Declined(device, buf));
     return out;
   }
   std::vector<RegisterFile> files;

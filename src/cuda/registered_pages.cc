@@ -81,7 +81,20 @@ RegisteredPages::~RegisteredPages() {
   Unregister();
 }
 
+std::shared_ptr<RegisteredPages> RegisteredPages::Declined(int device,
+                                                           std::string why) {
+  std::shared_ptr<RegisteredPages> p(new RegisteredPages());
+  p->device_ = device;
+  p->work_ = std::make_shared<Work>();
+  p->work_->device = device;
+  p->work_->finished = true;
+  p->declined_ = std::move(why);
+  return p;
+}
+
 void RegisteredPages::Stop() {
+  // In a forked child the thread is the parent's: nothing to join here.
+  if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   stopped_ = true;
@@ -90,23 +103,29 @@ void RegisteredPages::Stop() {
 }
 
 void RegisteredPages::Wait() {
+  if (made_.forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) thread_.join();
 }
 
 void RegisteredPages::Unregister() {
-  int prev = -1;
-  const bool had = cudaGetDevice(&prev) == cudaSuccess;
-  if (UseDevice(device_).ok()) {
-    for (FileState& fs : work_->files) {
-      for (size_t i = 0; i < fs.done; ++i) {
-        (void)cudaHostUnregister(fs.f.map.data() + fs.f.spans[i].begin);
-      }
-      fs.done = 0;
+  // On the registering device, giving the thread back its context after
+  // (ScopedDevice: never making one on GPU 0 for a rank on another GPU).
+  ScopedDevice on(device_);
+  if (on.error() != cudaSuccess) {
+    // The pages may still be registered: unmapping them would leave
+    // registrations over addresses a later mmap may reuse. Keep them.
+    (void)cudaGetLastError();
+    Abandon(std::move(work_));
+    return;
+  }
+  for (FileState& fs : work_->files) {
+    for (size_t i = 0; i < fs.done; ++i) {
+      (void)cudaHostUnregister(fs.f.map.data() + fs.f.spans[i].begin);
     }
+    fs.done = 0;
   }
   (void)cudaGetLastError();
-  if (had && prev != device_) (void)cudaSetDevice(prev);
   // The mappings go with work_.
 }
 
@@ -118,7 +137,8 @@ const Mapping* RegisteredPages::CoveringMapping(
     if (f.f.file == file) fs = &f;
   }
   if (fs == nullptr) {
-    *why = "prepare registered none of its pages";
+    *why = declined_.empty() ? "prepare registered none of its pages"
+                             : "prepare registered no pages: " + declined_;
     return nullptr;
   }
   if (!fs->error.empty()) {
@@ -145,6 +165,31 @@ const Mapping* RegisteredPages::CoveringMapping(
     }
   }
   return &fs->f.map;
+}
+
+bool RegisteredPages::Holds(uint32_t file,
+                            std::span<const TensorSelection> sels) const {
+  for (const FileState& fs : work_->files) {
+    if (fs.f.file != file) continue;
+    for (const TensorSelection& sel : sels) {
+      if (sel.file != file) continue;
+      for (const RowBlock& b : sel.blocks) {
+        if (b.rows == 0 || b.width == 0) continue;
+        if (!SpansCover(fs.f.spans, b.file_offset, b.span())) return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+uint64_t RegisteredPages::file_bytes(uint32_t file) const {
+  uint64_t n = 0;
+  for (const FileState& fs : work_->files) {
+    if (fs.f.file != file) continue;
+    for (const PageSpan& s : fs.f.spans) n += s.bytes();
+  }
+  return n;
 }
 
 uint64_t RegisteredPages::bytes() const {

@@ -54,9 +54,20 @@ class RegisteredPages final : public PreparedPages {
   // everything it used alone (util/fork_epoch.h).
   ~RegisteredPages() override;
 
+  // In CKPT's slot instead of pages: prepare registered none, for WHY
+  // (the load's report says so).
+  static std::shared_ptr<RegisteredPages> Declined(int device, std::string why);
+
   int device() const { return device_; }
+  // Why prepare registered nothing; empty when it registered.
+  const std::string& declined() const { return declined_; }
+  // Whether FILE's spans hold every block of SELS in FILE (whatever has
+  // been registered so far: the spans are fixed at Start). A load that
+  // needs none of them leaves the pages for the load they were made for.
+  bool Holds(uint32_t file, std::span<const TensorSelection> sels) const;
   // Stops registering (a span under way finishes; what is registered
-  // stays) and waits for the thread. Idempotent.
+  // stays) and waits for the thread. Idempotent. Stop and Wait do nothing
+  // in a child forked after Start (the thread stayed in the parent).
   void Stop();
   // Waits until every span is registered or registration failed (tests and
   // benchmarks; a load calls Stop).
@@ -72,6 +83,7 @@ class RegisteredPages final : public PreparedPages {
   // What was asked and done (for notes): bytes in spans, bytes registered,
   // seconds the thread spent registering.
   uint64_t bytes() const;
+  uint64_t file_bytes(uint32_t file) const;  // FILE's spans
   uint64_t registered_bytes() const;
   double seconds() const;
 
@@ -100,6 +112,7 @@ class RegisteredPages final : public PreparedPages {
   std::thread thread_;
   std::mutex mu_;  // guards thread_'s join
   bool stopped_ = false;
+  std::string declined_;
   MadeInProcess made_;
 };
 

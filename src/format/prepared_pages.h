@@ -32,6 +32,12 @@ class PreparedPagesSlot {
     std::lock_guard<std::mutex> lock(mu_);
     return std::exchange(p_, nullptr);
   }
+  // Gives back what Take took and the load did not use (it was made for
+  // another load), unless a newer prepare put something since.
+  void Restore(std::shared_ptr<PreparedPages> p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (p_ == nullptr) p_ = std::move(p);
+  }
 
  private:
   std::mutex mu_;

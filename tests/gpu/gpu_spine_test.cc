@@ -138,8 +138,9 @@ void WaitForRegistration(const Checkpoint& ck) {
 // part's bytes, which auto leaves alone): bit-exact, copied straight
 // from the page cache (one 2D copy per part, so the bytes read are the
 // bytes delivered), and the report says so. Nothing is left for the next
-// load, which stages; pages registered for another request are not used,
-// and the report says why.
+// load, which stages; pages registered for another request are left for
+// that request's load. Unforced, prepare declines (the pages are 8x the
+// part) and the load's report says why.
 TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
   std::string path =
       Write("ahead.safetensors",
@@ -162,7 +163,15 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
   ASSERT_EQ(refused->skipped.size(), 1u);
   EXPECT_NE(refused->skipped[0].find("not registered ahead"), std::string::npos)
       << refused->skipped[0];
-  EXPECT_EQ(internal::HeldFiles::Prepared(*ck).Take(), nullptr);
+  LoadReport declined = LoadAndCheck(*ck, req, Cuda());
+  ASSERT_EQ(declined.files.size(), 1u);
+  EXPECT_EQ(declined.files[0].path_taken.rfind("pinned-staging", 0), 0u);
+  bool said = false;
+  for (auto& n : declined.notes) {
+    said |= n.find("prepare registered no pages ahead of this load") == 0 &&
+            n.find("host_register=on") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << "the report should say why prepare registered nothing";
   auto ahead = internal::RegisterPagesAhead(*ck, req, 0, 0.0, true);
   ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
   EXPECT_EQ(ahead->files, 1u);
@@ -183,15 +192,17 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
   EXPECT_EQ(again.files[0].path_taken.rfind("pinned-staging", 0), 0u)
       << again.files[0].path_taken;
 
+  // Pages registered for another request are left for it: a load they do
+  // not hold stages, and the load they were made for takes them.
   std::vector<TensorRequest> rows_only = {req[1]};
   ASSERT_TRUE(internal::RegisterPagesAhead(*ck, rows_only, 0, 0.0, true).ok());
   WaitForRegistration(*ck);
   LoadReport other = LoadAndCheck(*ck, req, Cuda());
   ASSERT_EQ(other.files.size(), 1u);
   EXPECT_EQ(other.files[0].path_taken.rfind("pinned-staging", 0), 0u);
-  EXPECT_NE(other.files[0].reason.find("prepared for another request"),
-            std::string::npos)
-      << other.files[0].reason;
+  LoadReport own = LoadAndCheck(*ck, rows_only, Cuda());
+  ASSERT_EQ(own.files.size(), 1u);
+  EXPECT_EQ(own.files[0].path_taken, "host-register") << own.files[0].reason;
 
   // host_register=off leaves them alone.
   ASSERT_TRUE(internal::RegisterPagesAhead(*ck, req, 0, 0.0, true).ok());
