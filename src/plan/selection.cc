@@ -233,7 +233,9 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
       segments->push_back({sel.file, b.file_offset, b.width, at, request});
       if (!sel.whole) {
         ++counts->contiguous_slices;
-        counts->slice_bytes_read += CoverBytes(b, g);
+        // From memory registered ahead nothing is read in blocks.
+        counts->slice_bytes_read +=
+            o.covering_is_free ? b.width : CoverBytes(b, g);
       }
       at += bytes;
       continue;

@@ -258,6 +258,14 @@ TEST(PlaceSelectionTest, AFreeCoverPlacesEveryFittingBlockStrided) {
   EXPECT_EQ(segs[0].pitch, 8192u);
   EXPECT_EQ(counts.strided_slices, 1u);
   EXPECT_EQ(counts.slice_bytes_read, sel->bytes);
+  // A contiguous part (rows 1..3, not page aligned) counts its own bytes.
+  std::vector<DimSlice> rows = {{1, 3, 1}};
+  auto rows_sel = SelectSlice(t, 0, 16, rows);
+  ASSERT_TRUE(rows_sel.ok());
+  segs.clear();
+  ReadCounts contiguous;
+  PlaceSelection(*rows_sel, 0x10000, 0, registered, &segs, &contiguous);
+  EXPECT_EQ(contiguous.slice_bytes_read, rows_sel->bytes);
   registered.max_chunk_bytes = 4096;  // a row and a block do not fit
   segs.clear();
   ReadCounts narrow;
