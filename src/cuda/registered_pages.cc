@@ -41,7 +41,8 @@ void RegisteredPages::Register(Work& w) {
   Status device = UseDevice(w.device);
   for (FileState& fs : w.files) {
     if (!device.ok()) {
-      fs.error = device.message();
+      fs.error = "cuda:" + std::to_string(w.device) + " cannot register " +
+                 fs.f.path + ": " + device.message();
       continue;
     }
     for (; fs.done < fs.f.spans.size(); ++fs.done) {
