@@ -76,6 +76,14 @@ class CudaTarget final : public LoadTarget {
   void EndLoad(const ExecStats& stats, LoadReport* report) override;
 
  private:
+  // The pages prepare registered for this load (registered_pages.h),
+  // stopped; null when there are none for it. Pages made for another load
+  // (another device, or holding none of this load's files) go back to the
+  // slot for that load; a declined registration is said in REPORT's notes.
+  std::shared_ptr<RegisteredPages> TakePreparedPages(
+      const Checkpoint& ckpt, std::span<const TensorSelection> sels,
+      const std::vector<bool>& needed, LoadReport* report);
+
   const LoadOptions options_;
   std::function<void(void*, uint64_t)> after_alloc_;
   StagingSink::PinHook before_pin_;
@@ -230,6 +238,33 @@ StatusOr<Allocation> CudaTarget::Allocate(const Checkpoint&,
   return a;
 }
 
+std::shared_ptr<RegisteredPages> CudaTarget::TakePreparedPages(
+    const Checkpoint& ckpt, std::span<const TensorSelection> sels,
+    const std::vector<bool>& needed, LoadReport* report) {
+  PreparedPagesSlot& slot = HeldFiles::Prepared(ckpt);
+  std::shared_ptr<PreparedPages> p = slot.Take();
+  if (p == nullptr) return nullptr;
+  auto pages = std::dynamic_pointer_cast<RegisteredPages>(p);
+  bool ours = pages != nullptr && pages->device() == device_;
+  if (ours && !pages->declined().empty()) {
+    report->notes.push_back("prepare registered no pages ahead of this load: " +
+                            pages->declined());
+    return nullptr;
+  }
+  if (ours) {
+    ours = false;
+    for (uint32_t i = 0; i < needed.size() && !ours; ++i) {
+      ours = needed[i] && pages->Holds(i, sels);
+    }
+  }
+  if (!ours) {
+    slot.Restore(std::move(p));
+    return nullptr;
+  }
+  pages->Stop();
+  return pages;
+}
+
 StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
                                     std::span<const TensorSelection> sels,
                                     const std::vector<bool>& needed,
@@ -237,31 +272,7 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
                                     LoadReport* report) {
   auto state = std::make_shared<CudaRouteState>();
   state->release = &release_;
-  // The pages prepare registered for this load: registering stops now
-  // (what is done stays). Pages made for another load (another device, or
-  // none of this load's files) are left in the slot for it.
-  PreparedPagesSlot& slot = HeldFiles::Prepared(ckpt);
-  if (std::shared_ptr<PreparedPages> p = slot.Take()) {
-    auto pages = std::dynamic_pointer_cast<RegisteredPages>(p);
-    bool ours = pages != nullptr && pages->device() == device_;
-    if (ours && pages->declined().empty()) {
-      ours = false;
-      for (uint32_t i = 0; i < needed.size() && !ours; ++i) {
-        ours = needed[i] && pages->Holds(i, sels);
-      }
-    }
-    if (!ours) {
-      slot.Restore(std::move(p));
-    } else if (!pages->declined().empty()) {
-      report->notes.push_back(
-          "prepare registered no pages ahead of this "
-          "load: " +
-          pages->declined());
-    } else {
-      pages->Stop();
-      state->ahead = std::move(pages);
-    }
-  }
+  state->ahead = TakePreparedPages(ckpt, sels, needed, report);
   std::vector<FileChoice>* choices = &state->choices;
   WL_ASSIGN_OR_RETURN(
       *choices, ChoosePaths(ckpt, options_, needed, opened, host_register_,
