@@ -38,9 +38,7 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
       PageSpansOf(selections, sizes, page);
   RegisteringAhead out;
   uint64_t span_bytes = 0, selected = 0;
-  for (const std::vector<PageSpan>& f : spans) {
-    for (const PageSpan& s : f) span_bytes += s.bytes();
-  }
+  for (const std::vector<PageSpan>& f : spans) span_bytes += SpanBytes(f);
   for (const TensorSelection& sel : selections) selected += sel.bytes;
   if (!forced &&
       static_cast<double>(span_bytes) >
@@ -78,11 +76,10 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
     r.path = ckpt.files()[i].path;
     r.map = std::move(*map);
     r.spans = std::move(spans[i]);
-    for (const PageSpan& s : r.spans) out.bytes += s.bytes();
+    out.bytes += SpanBytes(r.spans);
     files.push_back(std::move(r));
     ++out.files;
   }
-  // Replaces (and so frees) an earlier prepare's registration either way.
   HeldFiles::Prepared(ckpt).Put(
       files.empty() ? nullptr
                     : RegisteredPages::Start(device, std::move(files)));

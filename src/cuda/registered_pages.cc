@@ -15,12 +15,14 @@
 
 namespace weightlift::internal {
 
+RegisteredPages::RegisteredPages(int device)
+    : device_(device), work_(std::make_shared<Work>()) {
+  work_->device = device;
+}
+
 std::shared_ptr<RegisteredPages> RegisteredPages::Start(
     int device, std::vector<RegisterFile> files) {
-  std::shared_ptr<RegisteredPages> p(new RegisteredPages());
-  p->device_ = device;
-  p->work_ = std::make_shared<Work>();
-  p->work_->device = device;
+  std::shared_ptr<RegisteredPages> p(new RegisteredPages(device));
   for (RegisterFile& f : files) {
     p->work_->files.push_back(FileState{std::move(f), 0, {}});
   }
@@ -84,10 +86,7 @@ RegisteredPages::~RegisteredPages() {
 
 std::shared_ptr<RegisteredPages> RegisteredPages::Declined(int device,
                                                            std::string why) {
-  std::shared_ptr<RegisteredPages> p(new RegisteredPages());
-  p->device_ = device;
-  p->work_ = std::make_shared<Work>();
-  p->work_->device = device;
+  std::shared_ptr<RegisteredPages> p(new RegisteredPages(device));
   p->work_->finished = true;
   p->declined_ = std::move(why);
   return p;
@@ -130,13 +129,17 @@ void RegisteredPages::Unregister() {
   // The mappings go with work_.
 }
 
+const RegisteredPages::FileState* RegisteredPages::Find(uint32_t file) const {
+  for (const FileState& fs : work_->files) {
+    if (fs.f.file == file) return &fs;
+  }
+  return nullptr;
+}
+
 const Mapping* RegisteredPages::CoveringMapping(
     uint32_t file, std::span<const TensorSelection> sels,
     std::string* why) const {
-  const FileState* fs = nullptr;
-  for (const FileState& f : work_->files) {
-    if (f.f.file == file) fs = &f;
-  }
+  const FileState* fs = Find(file);
   if (fs == nullptr) {
     *why = declined_.empty() ? "prepare registered none of its pages"
                              : "prepare registered no pages: " + declined_;
@@ -152,59 +155,36 @@ const Mapping* RegisteredPages::CoveringMapping(
            " page spans when the load began";
     return nullptr;
   }
-  const std::span<const PageSpan> spans(fs->f.spans);
-  for (const TensorSelection& sel : sels) {
-    if (sel.file != file) continue;
-    for (const RowBlock& b : sel.blocks) {
-      if (b.rows == 0 || b.width == 0) continue;
-      if (!SpansCover(spans, b.file_offset, b.span())) {
-        *why =
-            "the pages prepare registered do not hold all of this load's "
-            "selection (prepared for another request)";
-        return nullptr;
-      }
-    }
+  if (!SpansHold(fs->f.spans, file, sels)) {
+    *why =
+        "the pages prepare registered do not hold all of this load's "
+        "selection (prepared for another request)";
+    return nullptr;
   }
   return &fs->f.map;
 }
 
 bool RegisteredPages::Holds(uint32_t file,
                             std::span<const TensorSelection> sels) const {
-  for (const FileState& fs : work_->files) {
-    if (fs.f.file != file) continue;
-    for (const TensorSelection& sel : sels) {
-      if (sel.file != file) continue;
-      for (const RowBlock& b : sel.blocks) {
-        if (b.rows == 0 || b.width == 0) continue;
-        if (!SpansCover(fs.f.spans, b.file_offset, b.span())) return false;
-      }
-    }
-    return true;
-  }
-  return false;
+  const FileState* fs = Find(file);
+  return fs != nullptr && SpansHold(fs->f.spans, file, sels);
 }
 
 uint64_t RegisteredPages::file_bytes(uint32_t file) const {
-  uint64_t n = 0;
-  for (const FileState& fs : work_->files) {
-    if (fs.f.file != file) continue;
-    for (const PageSpan& s : fs.f.spans) n += s.bytes();
-  }
-  return n;
+  const FileState* fs = Find(file);
+  return fs == nullptr ? 0 : SpanBytes(fs->f.spans);
 }
 
 uint64_t RegisteredPages::bytes() const {
   uint64_t n = 0;
-  for (const FileState& fs : work_->files) {
-    for (const PageSpan& s : fs.f.spans) n += s.bytes();
-  }
+  for (const FileState& fs : work_->files) n += SpanBytes(fs.f.spans);
   return n;
 }
 
 uint64_t RegisteredPages::registered_bytes() const {
   uint64_t n = 0;
   for (const FileState& fs : work_->files) {
-    for (size_t i = 0; i < fs.done; ++i) n += fs.f.spans[i].bytes();
+    n += SpanBytes(std::span<const PageSpan>(fs.f.spans).first(fs.done));
   }
   return n;
 }

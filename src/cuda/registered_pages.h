@@ -104,10 +104,11 @@ class RegisteredPages final : public PreparedPages {
   };
   static void Register(Work& w);
 
-  RegisteredPages() = default;
+  explicit RegisteredPages(int device);
   void Unregister();
+  const FileState* Find(uint32_t file) const;  // null when not asked for
 
-  int device_ = 0;
+  const int device_;
   std::shared_ptr<Work> work_;
   std::thread thread_;
   std::mutex mu_;  // guards thread_'s join

@@ -48,4 +48,22 @@ bool SpansCover(std::span<const PageSpan> spans, uint64_t offset,
   return offset + length <= it->end;
 }
 
+bool SpansHold(std::span<const PageSpan> spans, uint32_t file,
+               std::span<const TensorSelection> sels) {
+  for (const TensorSelection& sel : sels) {
+    if (sel.file != file) continue;
+    for (const RowBlock& b : sel.blocks) {
+      if (b.rows == 0 || b.width == 0) continue;
+      if (!SpansCover(spans, b.file_offset, b.span())) return false;
+    }
+  }
+  return true;
+}
+
+uint64_t SpanBytes(std::span<const PageSpan> spans) {
+  uint64_t n = 0;
+  for (const PageSpan& s : spans) n += s.bytes();
+  return n;
+}
+
 }  // namespace weightlift::internal

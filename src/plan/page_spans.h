@@ -35,4 +35,12 @@ std::vector<std::vector<PageSpan>> PageSpansOf(
 bool SpansCover(std::span<const PageSpan> spans, uint64_t offset,
                 uint64_t length);
 
+// Whether every block of SELS in file FILE, first byte to last, lies in one
+// of SPANS (FILE's spans): the pages prepare registered hold that load.
+bool SpansHold(std::span<const PageSpan> spans, uint32_t file,
+               std::span<const TensorSelection> sels);
+
+// The bytes SPANS cover.
+uint64_t SpanBytes(std::span<const PageSpan> spans);
+
 }  // namespace weightlift::internal

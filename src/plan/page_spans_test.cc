@@ -41,6 +41,14 @@ TEST(PageSpansTest, WidensToPagesMergesTouchingAndCutsAtTheLastPage) {
   EXPECT_FALSE(SpansCover(spans[0], 4096, 1));
   EXPECT_TRUE(SpansCover(spans[0], 4096 * 15, 4096));
   EXPECT_FALSE(SpansCover(spans[1], 0, 1));
+  EXPECT_EQ(SpanBytes(spans[0]), 4096u * 11);
+  // The selections they were made from are held; a block over page 2 is
+  // not; blocks of another file do not count.
+  EXPECT_TRUE(SpansHold(spans[0], 0, sels));
+  EXPECT_TRUE(SpansHold(spans[1], 1, sels));
+  std::vector<TensorSelection> over = {Block(0, 4096 * 2 - 1, 2)};
+  EXPECT_FALSE(SpansHold(spans[0], 0, over));
+  EXPECT_TRUE(SpansHold(spans[0], 1, over));
 }
 
 // Random slices of random tensors, planned as the registered route plans
