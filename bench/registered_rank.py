@@ -114,7 +114,7 @@ def main():
                   f"{r['seconds'] * 1e3:6.1f} ms = {gbps:5.1f} GB/s; "
                   f"transfer {r['drained_ms']} ms = {xfer:5.1f} GB/s, first "
                   f"chunk {r['first_ms']} ms; {','.join(r['paths'])}; "
-                  f"{r['registered'][:90]}")
+                  f"{r['registered'][:260]}")
             print(f"{'':>9}   {r['executor'][:200]}")
 
 

@@ -432,10 +432,11 @@ nb::dict WarmRowPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
 // on a thread of its own, the pages of CKPT's files that REQUESTS' load
 // copies from, for files at least RESIDENT_THRESHOLD resident (negative:
 // LoadOptions' default); that load then copies them straight from the page
-// cache (src/cuda/registered_pages.h). FORCED (host_register=on)
-// registers them even where they are far more than the bytes selected.
-// Returns once an earlier prepare's pages are let go (the registering is on
-// a thread) with {"files", "bytes", "skipped"}.
+// cache (src/cuda/registered_pages.h), staging the rest beside them.
+// FORCED (host_register=on) also registers the parts whose pages are far
+// more than their bytes (src/cuda/register_ahead.h). Returns once an
+// earlier prepare's pages are let go (the registering is on a thread) with
+// {"files", "bytes", "left_bytes", "skipped"}.
 nb::dict RegisterPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
                        int device, double resident_threshold, bool forced) {
   if (resident_threshold < 0) {
@@ -452,6 +453,7 @@ nb::dict RegisterPages(const PyCheckpoint& ckpt, const PyTpRequests& requests,
   nb::dict out;
   out["files"] = r.files;
   out["bytes"] = r.bytes;
+  out["left_bytes"] = r.left_bytes;
   out["skipped"] = r.skipped;
   return out;
 }

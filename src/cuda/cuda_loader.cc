@@ -35,6 +35,7 @@
 #include "cuda/staging_sink.h"
 #include "exec/load_target.h"
 #include "exec/loader_core.h"
+#include "exec/split_sink.h"
 #include "exec/thread_pool.h"
 #include "format/held_files.h"
 #include "util/background_release.h"
@@ -78,11 +79,18 @@ class CudaTarget final : public LoadTarget {
  private:
   // The pages prepare registered for this load (registered_pages.h),
   // stopped; null when there are none for it. Pages made for another load
-  // (another device, or holding none of this load's files) go back to the
-  // slot for that load; a declined registration is said in REPORT's notes.
+  // (another device, other selections) go back to the slot for that load;
+  // a declined registration is said in REPORT's notes.
   std::shared_ptr<RegisteredPages> TakePreparedPages(
       const Checkpoint& ckpt, std::span<const TensorSelection> sels,
-      const std::vector<bool>& needed, LoadReport* report);
+      LoadReport* report);
+  // Marks in ROUTING the selections of SELS that lie in pages AHEAD
+  // registered (their files staged, CHOICES[i].ahead), says per file how
+  // many of its bytes were in place, and notes the registration.
+  void MarkInPlace(std::span<const TensorSelection> sels,
+                   const std::vector<FileChoice>& choices,
+                   const RegisteredPages& ahead, Routing* routing,
+                   LoadReport* report) const;
 
   const LoadOptions options_;
   std::function<void(void*, uint64_t)> after_alloc_;
@@ -94,6 +102,9 @@ class CudaTarget final : public LoadTarget {
   std::optional<ThreadPool> pool_;
   std::optional<StagingSink> staging_;
   std::optional<HostRegisterSink> host_register_sink_;
+  // Staging with the selections in pages prepare registered copied
+  // straight from them, in the same run.
+  std::optional<SplitSink> staging_and_ahead_;
   std::optional<GdsSink> gds_;
   std::string setup_note_;  // Init's split, for the first load's report
   // Unregisters and unmaps the pages prepare registered, after the load
@@ -164,6 +175,7 @@ Status CudaTarget::Init() {
                    config_.slots_per_thread, config_.slot_bytes, streams_,
                    device_, before_pin_);
   host_register_sink_.emplace(std::move(piece_events), streams_, device_);
+  staging_and_ahead_.emplace(*host_register_sink_, *staging_);
   gds_.emplace(device_);
   const double t_cuda = SecondsSince(t_init);
   // Each worker first-writes its slot of every wave as soon as its thread
@@ -240,25 +252,19 @@ StatusOr<Allocation> CudaTarget::Allocate(const Checkpoint&,
 
 std::shared_ptr<RegisteredPages> CudaTarget::TakePreparedPages(
     const Checkpoint& ckpt, std::span<const TensorSelection> sels,
-    const std::vector<bool>& needed, LoadReport* report) {
+    LoadReport* report) {
   PreparedPagesSlot& slot = HeldFiles::Prepared(ckpt);
   std::shared_ptr<PreparedPages> p = slot.Take();
   if (p == nullptr) return nullptr;
   auto pages = std::dynamic_pointer_cast<RegisteredPages>(p);
-  bool ours = pages != nullptr && pages->device() == device_;
-  if (ours && !pages->declined().empty()) {
-    report->notes.push_back("prepare registered no pages ahead of this load: " +
-                            pages->declined());
+  if (pages == nullptr || pages->device() != device_ ||
+      !pages->MadeFor(SelectionsDigest(sels))) {
+    slot.Restore(std::move(p));  // for the load they were made for
     return nullptr;
   }
-  if (ours) {
-    ours = false;
-    for (uint32_t i = 0; i < needed.size() && !ours; ++i) {
-      ours = needed[i] && pages->Holds(i, sels);
-    }
-  }
-  if (!ours) {
-    slot.Restore(std::move(p));
+  if (!pages->declined().empty()) {
+    report->notes.push_back("prepare registered no pages ahead of this load: " +
+                            pages->declined());
     return nullptr;
   }
   pages->Stop();
@@ -272,28 +278,20 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
                                     LoadReport* report) {
   auto state = std::make_shared<CudaRouteState>();
   state->release = &release_;
-  state->ahead = TakePreparedPages(ckpt, sels, needed, report);
+  state->ahead = TakePreparedPages(ckpt, sels, report);
   std::vector<FileChoice>* choices = &state->choices;
   WL_ASSIGN_OR_RETURN(
       *choices, ChoosePaths(ckpt, options_, needed, opened, host_register_,
-                            state->ahead.get(), sels, report));
+                            state->ahead.get(), report));
   Routing routing;
   routing.files.resize(ckpt.files().size());
-  // Routes in the order they run: GDS, registered ahead, host-register,
-  // staging.
-  constexpr int kGds = 0, kRegistered = 1, kHostRegister = 2, kStaging = 3,
-                kRoutes = 4;
+  // Routes in the order they run: GDS, host-register, staging.
+  constexpr int kGds = 0, kHostRegister = 1, kStaging = 2, kRoutes = 3;
   struct Route routes[kRoutes];
   routes[kGds].sink = &*gds_;
   routes[kGds].plan.chunk_bytes = config_.slot_bytes;  // one cuFileRead
   routes[kGds].plan.direct_min_bytes = 0;
   routes[kGds].strided = false;  // no staging to place a stride from
-  // Copies straight out of pages prepare registered: nothing is read, so
-  // a strided placement moves only the selected bytes.
-  routes[kRegistered].sink = &*host_register_sink_;
-  routes[kRegistered].plan.chunk_bytes = kRegisteredChunkBytes;
-  routes[kRegistered].plan.direct_min_bytes = UINT64_MAX;
-  routes[kRegistered].zero_copy = true;
   routes[kHostRegister].sink = &*host_register_sink_;
   routes[kHostRegister].plan.chunk_bytes = config_.piece_bytes;
   routes[kHostRegister].plan.direct_min_bytes = UINT64_MAX;
@@ -303,11 +301,11 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
   routes[kStaging].plan.chunk_bytes = config_.slot_bytes;
   routes[kStaging].plan.direct_min_bytes = UINT64_MAX;
   routes[kStaging].spread_alignment = kPageBytes;
-  int index[kRoutes] = {-1, -1, -1, -1};
+  int index[kRoutes] = {-1, -1, -1};
   std::vector<const GdsFile*> gds_files(choices->size(), nullptr);
   std::vector<const Mapping*> mappings(choices->size(), nullptr);
   std::vector<bool> registered_ahead(choices->size(), false);
-  uint64_t ahead_files = 0;
+  bool any_ahead = false;
   for (size_t i = 0; i < choices->size(); ++i) {
     const FileChoice& fc = (*choices)[i];
     FileRoute& fr = routing.files[i];
@@ -319,16 +317,19 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
       case TransferPath::kStaging:
         fr.plan.alignment = fc.file->alignment();
         fr.granularity = fr.plan.alignment;
+        // Its selections in pages prepare registered are copied straight
+        // out of them by the host-register sink (MarkInPlace).
+        mappings[i] = fc.ahead;
+        registered_ahead[i] = fc.ahead != nullptr;
+        any_ahead |= fc.ahead != nullptr;
         break;
       case TransferPath::kHostRegister:
-        // Copies straight from the mapped file, registered in pages (by
-        // prepare, or piece by piece during the load).
-        kind = fc.registered != nullptr ? kRegistered : kHostRegister;
+        // Copies straight from the mapped file, registered piece by piece
+        // during the load.
+        kind = kHostRegister;
         fr.plan.alignment = kPageBytes;
         fr.granularity = kPageBytes;
-        mappings[i] = fc.registered != nullptr ? fc.registered : &fc.mapping;
-        registered_ahead[i] = fc.registered != nullptr;
-        ahead_files += registered_ahead[i];
+        mappings[i] = &fc.mapping;
         break;
       case TransferPath::kGds:
         // cuFile takes any offset; slices' row runs are costed in pages.
@@ -344,6 +345,13 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
     fr.route = kind;
     fr.report_index = fc.report_index;
   }
+  if (any_ahead) {
+    // Copies straight out of pages prepare registered: nothing is read, so
+    // a strided placement moves only the selected bytes.
+    routes[kStaging].sink = &*staging_and_ahead_;
+    routes[kStaging].in_place_plan.chunk_bytes = kRegisteredChunkBytes;
+    routes[kStaging].in_place_granularity = kPageBytes;
+  }
   for (int kind = 0; kind < kRoutes; ++kind) {
     if (index[kind] == -1) continue;
     index[kind] = static_cast<int>(routing.routes.size());
@@ -356,21 +364,64 @@ StatusOr<Routing> CudaTarget::Route(const Checkpoint& ckpt,
   host_register_sink_->UseMappings(std::move(mappings),
                                    std::move(registered_ahead));
   if (state->ahead) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "prepare registered %.2f of %.2f GB of pages ahead of this "
-                  "load in %.1f ms; %llu file(s) copied straight from them, "
-                  "unregistered in the background after the load",
-                  static_cast<double>(state->ahead->registered_bytes()) / 1e9,
-                  static_cast<double>(state->ahead->bytes()) / 1e9,
-                  state->ahead->seconds() * 1e3,
-                  static_cast<unsigned long long>(ahead_files));
-    report->notes.push_back(buf);
+    MarkInPlace(sels, *choices, *state->ahead, &routing, report);
   }
   // Deregistered, unmapped at the end (the pages prepare registered: in the
   // background).
   routing.state = std::move(state);
   return routing;
+}
+
+void CudaTarget::MarkInPlace(std::span<const TensorSelection> sels,
+                             const std::vector<FileChoice>& choices,
+                             const RegisteredPages& ahead, Routing* routing,
+                             LoadReport* report) const {
+  routing->in_place.assign(sels.size(), false);
+  std::vector<uint64_t> in_place(choices.size(), 0),
+      selected(choices.size(), 0);
+  uint64_t in_place_total = 0, selected_total = 0;
+  for (size_t k = 0; k < sels.size(); ++k) {
+    const TensorSelection& sel = sels[k];
+    const FileChoice& fc = choices[sel.file];
+    selected[sel.file] += sel.bytes;
+    selected_total += sel.bytes;
+    if (sel.bytes == 0 || fc.ahead == nullptr) continue;
+    // The sink copies from FC.ahead: the selection's mapping must be it.
+    if (ahead.InPlace(sel) != fc.ahead) continue;
+    routing->in_place[k] = true;
+    in_place[sel.file] += sel.bytes;
+    in_place_total += sel.bytes;
+  }
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const FileChoice& fc = choices[i];
+    if (fc.ahead == nullptr || fc.report_index < 0) continue;
+    FileReport& fr = report->files[fc.report_index];
+    if (in_place[i] == selected[i]) {
+      fr.path_taken = "host-register";
+    } else if (in_place[i] > 0) {
+      fr.path_taken = "host-register+" + fr.path_taken;
+    }
+    char buf[120];
+    std::snprintf(buf, sizeof buf,
+                  "; %.1f of its %.1f MB selected copied in place%s",
+                  static_cast<double>(in_place[i]) / 1e6,
+                  static_cast<double>(selected[i]) / 1e6,
+                  in_place[i] == selected[i] ? "" : ", the rest staged");
+    fr.reason += buf;
+  }
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "prepare registered %.2f of %.2f GB of pages ahead of this "
+                "load in %.1f ms; %.2f of its %.2f GB copied straight from "
+                "them beside the staged rest, unregistered in the background "
+                "after the load",
+                static_cast<double>(ahead.registered_bytes()) / 1e9,
+                static_cast<double>(ahead.bytes()) / 1e9, ahead.seconds() * 1e3,
+                static_cast<double>(in_place_total) / 1e9,
+                static_cast<double>(selected_total) / 1e9);
+  std::string note = buf;
+  if (!ahead.left_out().empty()) note += "; " + ahead.left_out();
+  report->notes.push_back(std::move(note));
 }
 
 void CudaTarget::EndLoad(const ExecStats&, LoadReport* report) {

@@ -26,7 +26,7 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, const std::vector<OpenedFile>& opened,
     const HostRegisterSupport& host_register, const RegisteredPages* ahead,
-    std::span<const TensorSelection> sels, LoadReport* report) {
+    LoadReport* report) {
   std::vector<std::string>& notes = report->notes;
   std::vector<FileChoice> files(ckpt.files().size());
   bool nvfs = NvidiaFsLoaded();
@@ -107,21 +107,22 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       // (the open reason already states it for the staging path).
       bool hr = false;
       std::string hr_why;
-      std::string ahead_why;  // why the pages prepare registered were not used
       if (ahead != nullptr && options.host_register != HostRegisterMode::kOff) {
-        fp.registered =
-            ahead->CoveringMapping(static_cast<uint32_t>(i), sels, &ahead_why);
+        fp.ahead = ahead->FileMapping(static_cast<uint32_t>(i));
       }
-      if (fp.registered != nullptr) {
-        hr = true;
-        char buf[160];
+      if (fp.ahead != nullptr) {
+        char buf[200];
         std::snprintf(
             buf, sizeof buf,
-            "its pages registered by prepare ahead of the load (%.2f GB of "
-            "this file's), so copied straight from the page cache",
-            static_cast<double>(ahead->file_bytes(static_cast<uint32_t>(i))) /
+            "%.2f GB of its pages registered by prepare ahead of the load: "
+            "the selections in them copied straight from the page cache",
+            static_cast<double>(
+                ahead->registered_file_bytes(static_cast<uint32_t>(i))) /
                 1e9);
         hr_why = buf;
+        const std::string shortfall =
+            ahead->Shortfall(static_cast<uint32_t>(i));
+        if (!shortfall.empty()) hr_why += " (" + shortfall + ")";
       } else if (options.host_register == HostRegisterMode::kOn) {
         hr = true;
         hr_why = "host_register=on";
@@ -136,12 +137,7 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       } else {
         hr_why = kAutoChoiceWhy;
       }
-      if (!ahead_why.empty()) hr_why += " (" + ahead_why + ")";
-      if (fp.registered != nullptr) {
-        fp.path = TransferPath::kHostRegister;
-        fr.path_taken = "host-register";
-        fr.reason = residency + "; " + hr_why + "; " + gds_why;
-      } else if (hr) {
+      if (hr) {
         WL_ASSIGN_OR_RETURN(fp.mapping, fp.file->Map(0, fp.file->size(),
                                                      MapAccess::kReadShared));
         fp.path = TransferPath::kHostRegister;

@@ -33,9 +33,10 @@ struct FileChoice {
   TransferPath path = TransferPath::kStaging;
   File* file = nullptr;  // staging reads (owned by the OpenedFile)
   Mapping mapping;       // host-register (the whole file)
-  // host-register from pages prepare registered ahead (registered_pages.h;
-  // owned there): set instead of MAPPING.
-  const Mapping* registered = nullptr;
+  // Staging, with the selections that lie in pages prepare registered
+  // ahead copied straight from this mapping of them (registered_pages.h;
+  // owned there; cuda_loader.cc decides per selection).
+  const Mapping* ahead = nullptr;
   GdsFile gds;            // gds
   int report_index = -1;  // into LoadReport::files; -1 when not needed
 };
@@ -43,13 +44,14 @@ struct FileChoice {
 // Chooses a path for every file with NEEDED[i] and an open OPENED[i].file,
 // appending one FileReport per such file (bytes = 0) and any notes to
 // REPORT. On error REPORT may hold the files chosen so far. AHEAD (may be
-// null): the pages prepare registered for this load, stopped; a file whose
-// registered pages hold all of SELS' blocks in it is copied straight from
-// them (unless host_register=off or GDS was chosen).
+// null): the pages prepare registered for this load, stopped; a file with
+// registered pages is staged, its selections in them copied straight out
+// of them (unless host_register=off or GDS was chosen; host_register=on
+// then registers nothing more on the load's clock).
 StatusOr<std::vector<FileChoice>> ChoosePaths(
     const Checkpoint& ckpt, const LoadOptions& options,
     const std::vector<bool>& needed, const std::vector<OpenedFile>& opened,
     const HostRegisterSupport& host_register, const RegisteredPages* ahead,
-    std::span<const TensorSelection> sels, LoadReport* report);
+    LoadReport* report);
 
 }  // namespace weightlift::internal

@@ -34,31 +34,60 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
       kPageBytes, static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
   std::vector<uint64_t> sizes;
   for (const FileInfo& f : ckpt.files()) sizes.push_back(f.size);
-  std::vector<std::vector<PageSpan>> spans =
-      PageSpansOf(selections, sizes, page);
-  RegisteringAhead out;
-  uint64_t span_bytes = 0, selected = 0;
-  for (const std::vector<PageSpan>& f : spans) span_bytes += SpanBytes(f);
-  for (const TensorSelection& sel : selections) selected += sel.bytes;
-  if (!forced &&
-      static_cast<double>(span_bytes) >
-          kMaxRegisteredPerSelected * static_cast<double>(selected)) {
-    char buf[220];
-    std::snprintf(buf, sizeof buf,
-                  "its pages are %.2f GB for %.2f GB selected (%.1fx, more "
-                  "than %.1fx: the rows of row-parallel parts), so not "
-                  "registered ahead (host_register=on registers them)",
-                  static_cast<double>(span_bytes) / 1e9,
-                  static_cast<double>(selected) / 1e9,
-                  static_cast<double>(span_bytes) /
-                      static_cast<double>(std::max<uint64_t>(selected, 1)),
-                  kMaxRegisteredPerSelected);
-    for (uint32_t i = 0; i < spans.size(); ++i) {
-      if (!spans[i].empty()) {
-        out.skipped.push_back(ckpt.files()[i].path + ": " + buf);
-      }
+  const uint64_t made_for = SelectionsDigest(selections);
+  // Each selection whose pages are at most kMaxRegisteredPerSelected times
+  // its bytes (all of them when forced); the others are staged. Two pages
+  // more are allowed for any selection: a small tensor's first and last
+  // pages are mostly its neighbours', which costs nothing worth staging.
+  std::vector<TensorSelection> chosen;
+  std::vector<bool> touched(ckpt.files().size(), false);
+  for (const TensorSelection& sel : selections) {
+    touched[sel.file] = touched[sel.file] || sel.bytes > 0;
+  }
+  uint64_t left = 0, left_pages = 0, left_count = 0;
+  for (TensorSelection& sel : selections) {
+    if (sel.bytes == 0) continue;
+    uint64_t pages = 0;
+    for (const std::vector<PageSpan>& f :
+         PageSpansOf(std::span(&sel, 1), sizes, page)) {
+      pages += SpanBytes(f);
     }
-    HeldFiles::Prepared(ckpt).Put(RegisteredPages::Declined(device, buf));
+    const double allowed =
+        kMaxRegisteredPerSelected * static_cast<double>(sel.bytes) +
+        2.0 * static_cast<double>(page);
+    if (forced || static_cast<double>(pages) <= allowed) {
+      chosen.push_back(std::move(sel));
+    } else {
+      left += sel.bytes;
+      left_pages += pages;
+      ++left_count;
+    }
+  }
+  RegisteringAhead out;
+  out.left_bytes = left;
+  std::string left_out;
+  if (left_count > 0) {
+    char buf[260];
+    std::snprintf(buf, sizeof buf,
+                  "%llu selection(s) of %.2f GB whose pages are more than "
+                  "%.1fx their bytes (%.2f GB: the rows of row-parallel "
+                  "parts) were left to staging (host_register=on registers "
+                  "them too)",
+                  static_cast<unsigned long long>(left_count),
+                  static_cast<double>(left) / 1e9, kMaxRegisteredPerSelected,
+                  static_cast<double>(left_pages) / 1e9);
+    left_out = buf;
+  }
+  std::vector<std::vector<PageSpan>> spans = PageSpansOf(chosen, sizes, page);
+  if (chosen.empty()) {
+    const std::string why = left_out.empty() ? "it selects no bytes" : left_out;
+    for (uint32_t i = 0; i < ckpt.files().size(); ++i) {
+      if (!touched[i]) continue;
+      out.skipped.push_back(ckpt.files()[i].path +
+                            ": not registered ahead: " + why);
+    }
+    HeldFiles::Prepared(ckpt).Put(
+        RegisteredPages::Declined(device, made_for, why));
     return out;
   }
   std::vector<RegisterFile> files;
@@ -82,7 +111,8 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   }
   HeldFiles::Prepared(ckpt).Put(
       files.empty() ? nullptr
-                    : RegisteredPages::Start(device, std::move(files)));
+                    : RegisteredPages::Start(device, std::move(files), made_for,
+                                             std::move(left_out)));
   return out;
 }
 

@@ -15,14 +15,16 @@
 
 namespace weightlift::internal {
 
-RegisteredPages::RegisteredPages(int device)
-    : device_(device), work_(std::make_shared<Work>()) {
+RegisteredPages::RegisteredPages(int device, uint64_t made_for)
+    : device_(device), made_for_(made_for), work_(std::make_shared<Work>()) {
   work_->device = device;
 }
 
 std::shared_ptr<RegisteredPages> RegisteredPages::Start(
-    int device, std::vector<RegisterFile> files) {
-  std::shared_ptr<RegisteredPages> p(new RegisteredPages(device));
+    int device, std::vector<RegisterFile> files, uint64_t made_for,
+    std::string left_out) {
+  std::shared_ptr<RegisteredPages> p(new RegisteredPages(device, made_for));
+  p->left_out_ = std::move(left_out);
   for (RegisterFile& f : files) {
     p->work_->files.push_back(FileState{std::move(f), 0, {}});
   }
@@ -85,8 +87,9 @@ RegisteredPages::~RegisteredPages() {
 }
 
 std::shared_ptr<RegisteredPages> RegisteredPages::Declined(int device,
+                                                           uint64_t made_for,
                                                            std::string why) {
-  std::shared_ptr<RegisteredPages> p(new RegisteredPages(device));
+  std::shared_ptr<RegisteredPages> p(new RegisteredPages(device, made_for));
   p->work_->finished = true;
   p->declined_ = std::move(why);
   return p;
@@ -136,38 +139,32 @@ const RegisteredPages::FileState* RegisteredPages::Find(uint32_t file) const {
   return nullptr;
 }
 
-const Mapping* RegisteredPages::CoveringMapping(
-    uint32_t file, std::span<const TensorSelection> sels,
-    std::string* why) const {
-  const FileState* fs = Find(file);
-  if (fs == nullptr) {
-    *why = declined_.empty() ? "prepare registered none of its pages"
-                             : "prepare registered no pages: " + declined_;
-    return nullptr;
-  }
-  if (!fs->error.empty()) {
-    *why = "prepare could not register its pages: " + fs->error;
-    return nullptr;
-  }
-  if (fs->done < fs->f.spans.size()) {
-    *why = "prepare had registered " + std::to_string(fs->done) + " of its " +
-           std::to_string(fs->f.spans.size()) +
-           " page spans when the load began";
-    return nullptr;
-  }
-  if (!SpansHold(fs->f.spans, file, sels)) {
-    *why =
-        "the pages prepare registered do not hold all of this load's "
-        "selection (prepared for another request)";
-    return nullptr;
-  }
-  return &fs->f.map;
+const Mapping* RegisteredPages::InPlace(const TensorSelection& sel) const {
+  const FileState* fs = Find(sel.file);
+  if (fs == nullptr) return nullptr;
+  const std::span<const PageSpan> registered =
+      std::span<const PageSpan>(fs->f.spans).first(fs->done);
+  return SpansHold(registered, sel.file, std::span(&sel, 1)) ? &fs->f.map
+                                                             : nullptr;
 }
 
-bool RegisteredPages::Holds(uint32_t file,
-                            std::span<const TensorSelection> sels) const {
+const Mapping* RegisteredPages::FileMapping(uint32_t file) const {
   const FileState* fs = Find(file);
-  return fs != nullptr && SpansHold(fs->f.spans, file, sels);
+  return fs != nullptr && fs->done > 0 ? &fs->f.map : nullptr;
+}
+
+std::string RegisteredPages::Shortfall(uint32_t file) const {
+  const FileState* fs = Find(file);
+  if (fs == nullptr) return "";
+  if (!fs->error.empty()) {
+    return "prepare could not register all its pages: " + fs->error;
+  }
+  if (fs->done < fs->f.spans.size()) {
+    return "prepare had registered " + std::to_string(fs->done) + " of its " +
+           std::to_string(fs->f.spans.size()) +
+           " page spans when the load began";
+  }
+  return "";
 }
 
 uint64_t RegisteredPages::file_bytes(uint32_t file) const {
@@ -183,10 +180,17 @@ uint64_t RegisteredPages::bytes() const {
 
 uint64_t RegisteredPages::registered_bytes() const {
   uint64_t n = 0;
-  for (const FileState& fs : work_->files) {
-    n += SpanBytes(std::span<const PageSpan>(fs.f.spans).first(fs.done));
-  }
+  for (const FileState& fs : work_->files)
+    n += registered_file_bytes(fs.f.file);
   return n;
+}
+
+uint64_t RegisteredPages::registered_file_bytes(uint32_t file) const {
+  const FileState* fs = Find(file);
+  return fs == nullptr
+             ? 0
+             : SpanBytes(
+                   std::span<const PageSpan>(fs->f.spans).first(fs->done));
 }
 
 double RegisteredPages::seconds() const { return work_->seconds; }

@@ -1,8 +1,8 @@
 // RegisteredPages and the slot it lives in, on any machine: with a usable
 // cuda:0 the pages really register; without one (CI, the development VM)
 // registering fails per file with CUDA's error, and the load would stage
-// saying so. What a load asks of it (Holds, CoveringMapping, the declined
-// record) is checked either way.
+// saying so. What a load asks of it (MadeFor, InPlace, FileMapping,
+// Shortfall, the declined record) is checked either way.
 #include "cuda/registered_pages.h"
 
 #include <fcntl.h>
@@ -55,59 +55,86 @@ class RegisteredPagesTest : public ::testing::Test {
 TEST_F(RegisteredPagesTest, RegistersOrSaysWhyAndHoldsOnlyItsSpans) {
   std::vector<RegisterFile> files;
   files.push_back(MapWith({{0, 2 * kPage}, {4 * kPage, 8 * kPage}}));
-  auto pages = RegisteredPages::Start(0, std::move(files));
+  auto pages = RegisteredPages::Start(0, std::move(files), 42, "rows left");
   pages->Wait();
   pages->Stop();
   EXPECT_EQ(pages->bytes(), 6 * kPage);
   EXPECT_EQ(pages->file_bytes(0), 6 * kPage);
   EXPECT_EQ(pages->file_bytes(1), 0u);
   EXPECT_TRUE(pages->declined().empty());
+  EXPECT_EQ(pages->left_out(), "rows left");
+  EXPECT_TRUE(pages->MadeFor(42));
+  EXPECT_FALSE(pages->MadeFor(43));
 
   // Blocks inside the spans (a strided one over pages 4-7), and one that
   // reaches page 2, which is not registered.
-  std::vector<TensorSelection> inside = {Rows(100, 50, 1, 0),
-                                         Rows(4 * kPage + 8, 64, 8, 1000)};
-  std::vector<TensorSelection> outside = {Rows(kPage, kPage + 1, 1, 0)};
-  EXPECT_TRUE(pages->Holds(0, inside));
-  EXPECT_FALSE(pages->Holds(0, outside));
-  EXPECT_FALSE(pages->Holds(1, inside));  // no such file registered
+  const TensorSelection inside = Rows(100, 50, 1, 0);
+  const TensorSelection strided = Rows(4 * kPage + 8, 64, 8, 1000);
+  const TensorSelection outside = Rows(kPage, kPage + 1, 1, 0);
+  TensorSelection other_file = inside;
+  other_file.file = 1;
+  EXPECT_EQ(pages->InPlace(outside), nullptr);
+  EXPECT_EQ(pages->InPlace(other_file), nullptr);  // no such file registered
+  EXPECT_EQ(pages->FileMapping(1), nullptr);
+  EXPECT_EQ(pages->Shortfall(1), "");
 
-  std::string why;
   std::string no_device;
   if (CudaDeviceAvailable(0, &no_device)) {
     EXPECT_EQ(pages->registered_bytes(), pages->bytes());
-    EXPECT_NE(pages->CoveringMapping(0, inside, &why), nullptr) << why;
-    EXPECT_EQ(pages->CoveringMapping(0, outside, &why), nullptr);
-    EXPECT_NE(why.find("prepared for another request"), std::string::npos)
-        << why;
+    EXPECT_EQ(pages->registered_file_bytes(0), pages->bytes());
+    EXPECT_NE(pages->InPlace(inside), nullptr);
+    EXPECT_EQ(pages->InPlace(strided), pages->InPlace(inside));
+    EXPECT_EQ(pages->FileMapping(0), pages->InPlace(inside));
+    EXPECT_EQ(pages->Shortfall(0), "");
   } else {
     // No device: the registration failed and says where and why.
     EXPECT_EQ(pages->registered_bytes(), 0u);
-    EXPECT_EQ(pages->CoveringMapping(0, inside, &why), nullptr);
+    EXPECT_EQ(pages->InPlace(inside), nullptr);
+    EXPECT_EQ(pages->FileMapping(0), nullptr);
+    const std::string why = pages->Shortfall(0);
     EXPECT_NE(why.find("could not register"), std::string::npos) << why;
     EXPECT_NE(why.find(path_), std::string::npos) << why;
   }
-  EXPECT_EQ(pages->CoveringMapping(1, inside, &why), nullptr);
-  EXPECT_NE(why.find("registered none"), std::string::npos) << why;
 }
 
-TEST_F(RegisteredPagesTest, ADeclinedRecordNamesWhyForEveryFile) {
-  auto declined = RegisteredPages::Declined(3, "its pages are 8x its bytes");
+// Stopped before it began: nothing is registered, nothing is in place, and
+// the shortfall counts the spans.
+TEST_F(RegisteredPagesTest, StoppedEarlyPutsNothingInPlaceAndSaysHowFar) {
+  std::vector<RegisterFile> files;
+  files.push_back(MapWith({{0, 2 * kPage}, {4 * kPage, 8 * kPage}}));
+  auto pages = RegisteredPages::Start(0, std::move(files), 7, "");
+  pages->Stop();
+  const uint64_t done = pages->registered_file_bytes(0);
+  EXPECT_TRUE(done == 0 || done == 2 * kPage || done == 6 * kPage) << done;
+  if (done < 6 * kPage) {
+    // Stopped after DONE bytes, or (no device) failed at once.
+    std::string no_device;
+    const std::string why = pages->Shortfall(0);
+    EXPECT_NE(
+        why.find(CudaDeviceAvailable(0, &no_device) ? "of its 2 page spans"
+                                                    : "could not register"),
+        std::string::npos)
+        << why;
+    EXPECT_EQ(pages->InPlace(Rows(4 * kPage, 64, 1, 0)), nullptr);
+  }
+}
+
+TEST_F(RegisteredPagesTest, ADeclinedRecordNamesWhyAndIsForItsLoadOnly) {
+  auto declined = RegisteredPages::Declined(3, 9, "its pages are 8x its bytes");
   EXPECT_EQ(declined->device(), 3);
   EXPECT_EQ(declined->declined(), "its pages are 8x its bytes");
   EXPECT_EQ(declined->bytes(), 0u);
-  std::string why;
-  std::vector<TensorSelection> sels = {Rows(0, 10, 1, 0)};
-  EXPECT_FALSE(declined->Holds(0, sels));
-  EXPECT_EQ(declined->CoveringMapping(0, sels, &why), nullptr);
-  EXPECT_EQ(why, "prepare registered no pages: its pages are 8x its bytes");
+  EXPECT_TRUE(declined->MadeFor(9));
+  EXPECT_FALSE(declined->MadeFor(10));
+  EXPECT_EQ(declined->InPlace(Rows(0, 10, 1, 0)), nullptr);
+  EXPECT_EQ(declined->FileMapping(0), nullptr);
 }
 
 TEST(PreparedPagesSlotTest, TakeEmptiesAndRestoreNeverOverwritesANewerPut) {
   PreparedPagesSlot slot;
   EXPECT_EQ(slot.Take(), nullptr);
-  auto a = RegisteredPages::Declined(0, "a");
-  auto b = RegisteredPages::Declined(0, "b");
+  auto a = RegisteredPages::Declined(0, 1, "a");
+  auto b = RegisteredPages::Declined(0, 1, "b");
   slot.Put(a);
   auto taken = slot.Take();
   EXPECT_EQ(taken, a);

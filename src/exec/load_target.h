@@ -41,11 +41,16 @@ struct Route {
   // of a slot, or read as gathered row runs (the sink has slots); else
   // every row is a plain range (GDS).
   bool strided = true;
-  // The sink copies straight out of memory that is already in place (a
-  // mapping registered ahead): covering rows costs nothing
-  // (PlaceOptions::covering_is_free), and the bytes read are the bytes
-  // delivered, not the chunks' spans.
-  bool zero_copy = false;
+  // Selections whose bytes are already in memory the sink copies from
+  // (Routing::in_place: pages prepare registered) are placed and planned
+  // apart: at IN_PLACE_GRANULARITY, every block that fits a chunk of
+  // in_place_plan strided (covering rows costs nothing,
+  // PlaceOptions::covering_is_free), then merged into the route's plan
+  // (MergeInPlace), so that one run reads the other selections while the
+  // sink copies these (ReadChunk::in_place). chunk_bytes 0: this route
+  // takes none.
+  PlanOptions in_place_plan{0, UINT64_MAX};
+  uint64_t in_place_granularity = 1;
 };
 
 // How one checkpoint file is read.
@@ -60,6 +65,9 @@ struct FileRoute {
 struct Routing {
   std::vector<Route> routes;     // run one after another, in this order
   std::vector<FileRoute> files;  // per checkpoint file
+  // Per selection: its bytes are in place for its file's route (which then
+  // has in_place_plan); empty when none is.
+  std::vector<bool> in_place;
   // Whatever the routes' sinks use for this load only (mappings, GDS
   // registrations); released when the load ends, after every run.
   std::shared_ptr<void> state;

@@ -136,10 +136,12 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
                      report));
   report->open_seconds += SecondsSince(t_route);
 
-  // ---- Place every selection for its file's route, then plan each route.
+  // ---- Place every selection for its file's route, then plan each route
+  // (its in-place selections apart, merged in).
   const auto t = Clock::now();
   const size_t num_routes = routing.routes.size();
   std::vector<std::vector<Segment>> segments(num_routes);
+  std::vector<std::vector<Segment>> in_place_segments(num_routes);
   std::vector<Segment> placed;
   for (size_t k = 0; k < sels.size(); ++k) {
     const TensorSelection& sel = sels[k];
@@ -152,16 +154,25 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     }
     report->files[fr.report_index].bytes += sel.bytes;
     const Route& route = routing.routes[fr.route];
+    const bool in_place = k < routing.in_place.size() && routing.in_place[k];
+    if (in_place && route.in_place_plan.chunk_bytes == 0) {
+      return Status::Internal("selection " + std::to_string(k) +
+                              " is in place on a route that takes none");
+    }
     PlaceOptions po;
-    po.granularity = fr.granularity;
+    po.granularity = in_place ? route.in_place_granularity : fr.granularity;
     po.read_cost_bytes = fr.file->read_cost_bytes();
-    po.covering_is_free = route.zero_copy;
-    const uint64_t g = std::max<uint64_t>(fr.granularity, 1);
-    // A strided chunk is one slot: the planner's cap for it.
+    po.covering_is_free = in_place;
+    const uint64_t g = std::max<uint64_t>(po.granularity, 1);
+    const uint64_t cap =
+        in_place ? route.in_place_plan.chunk_bytes : route.plan.chunk_bytes;
+    // A strided chunk is one slot (in place: one copy): the planner's cap.
     po.max_chunk_bytes =
-        route.strided ? std::max<uint64_t>(g, route.plan.chunk_bytes / g * g)
-                      : 0;
-    if (route.strided) {
+        route.strided || in_place ? std::max<uint64_t>(g, cap / g * g) : 0;
+    if (in_place) {
+      PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po,
+                     &in_place_segments[fr.route], &report->counts);
+    } else if (route.strided) {
       PlaceSelection(sel, dsts[k], static_cast<uint32_t>(k), po,
                      &segments[fr.route], &report->counts);
     } else {
@@ -190,6 +201,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     if (route.spread_alignment > 0) {
       uint64_t bytes = 0;
       for (const Segment& s : segments[r]) bytes += s.bytes();
+      for (const Segment& s : in_place_segments[r]) bytes += s.bytes();
       const int workers = route.threads > 0
                               ? std::min(route.threads, target_->pool().size())
                               : target_->pool().size();
@@ -200,9 +212,19 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
       route_threads[r] = spread.workers;
     }
     plans[r] = MakePlan(segments[r], plan_files, sels.size(), popt);
+    if (!in_place_segments[r].empty()) {
+      // In place, a chunk is a copy out of a mapping: in pages, never read.
+      std::vector<PlanFile> mapped = plan_files;
+      for (PlanFile& f : mapped) {
+        f.alignment = route.in_place_granularity;
+        f.allow_direct = false;
+      }
+      MergeInPlace(MakePlan(in_place_segments[r], mapped, sels.size(),
+                            route.in_place_plan),
+                   &plans[r]);
+    }
     total += plans[r].bytes_delivered;
-    report->bytes_read +=
-        route.zero_copy ? plans[r].bytes_delivered : plans[r].bytes_read;
+    report->bytes_read += plans[r].bytes_read;
   }
 
   // ---- Run: every route in turn, one tracker for the whole load.

@@ -42,8 +42,9 @@ namespace weightlift::internal {
 // A staging slot a chunk is read into.
 struct SinkSlot {
   std::byte* data = nullptr;
-  int index = -1;       // the sink's own slot number
-  bool filled = false;  // the sink presents the bytes itself: no read
+  int index = -1;         // the sink's own slot number
+  bool filled = false;    // the sink presents the bytes itself: no read
+  bool in_place = false;  // SplitSink: the in-place sink's
 };
 
 class Sink {

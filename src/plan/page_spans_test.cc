@@ -99,5 +99,83 @@ TEST(PageSpansTest, EveryPlannedChunkLiesInOneSpan) {
   }
 }
 
+// As a load plans from pages prepare registered only in part (some
+// selections left to staging, registration stopped after a prefix of the
+// spans; cuda_loader.cc): the selections whose blocks lie in registered
+// spans are placed in place and merged with the staged rest's plan. Every
+// in-place chunk lies in one registered span, every other chunk is a
+// slot's, and the merged plan delivers every selected byte once.
+TEST(PageSpansTest, EveryInPlaceChunkLiesInOneRegisteredSpan) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<TensorInfo> tensors;
+    uint64_t offset = rng() % 5000;
+    for (int t = 0; t < 8; ++t) {
+      const uint64_t rows = 1 + rng() % 40, cols = 1 + rng() % 3000;
+      tensors.push_back(testing::Tensor({rows, cols}, 2, offset));
+      offset += tensors.back().size + rng() % 9000 * (rng() % 2);
+    }
+    const uint64_t file_size = offset + rng() % 100;
+    std::vector<TensorSelection> sels, chosen;
+    for (uint32_t k = 0; k < tensors.size(); ++k) {
+      const TensorInfo& t = tensors[k];
+      std::vector<DimSlice> slice = {{0, t.shape[0], 1}, {0, t.shape[1], 1}};
+      const uint64_t d = rng() % 2;  // rows (contiguous) or columns
+      const uint64_t a = rng() % t.shape[d];
+      slice[d] = {a, a + 1 + rng() % (t.shape[d] - a), 1};
+      auto sel = SelectSlice(t, k, 16, slice);
+      ASSERT_TRUE(sel.ok());
+      if (rng() % 3 != 0) chosen.push_back(*sel);  // the rest left out
+      sels.push_back(std::move(*sel));
+    }
+    std::vector<uint64_t> sizes = {file_size};
+    std::vector<PageSpan> spans = PageSpansOf(chosen, sizes, kPage)[0];
+    spans.resize(rng() % (spans.size() + 1));  // registration stopped here
+    std::vector<Segment> staged, in_place;
+    ReadCounts counts;
+    const uint64_t slot = (1u << 16) + (rng() % 8) * kPage;
+    const uint64_t copy = (1u << 16) + (rng() % 64) * kPage;
+    uintptr_t dst = 1 << 20;
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < sels.size(); ++k) {
+      const bool here = SpansHold(spans, 0, std::span(&sels[k], 1));
+      PlaceOptions po{here ? kPage : 1, here ? copy : slot, 0};
+      po.covering_is_free = here;
+      PlaceSelection(sels[k], dst, k, po, here ? &in_place : &staged, &counts);
+      dst += sels[k].bytes;
+      total += sels[k].bytes;
+    }
+    PlanFile read{file_size, 1, false}, mapped{file_size, kPage, false};
+    Plan plan = MakePlan(staged, std::span(&read, 1), sels.size(),
+                         PlanOptions{slot, UINT64_MAX});
+    const uint64_t staged_read = plan.bytes_read;
+    const uint64_t max_bounce = plan.max_bounce_bytes;
+    MergeInPlace(MakePlan(in_place, std::span(&mapped, 1), sels.size(),
+                          PlanOptions{copy, UINT64_MAX}),
+                 &plan);
+    ASSERT_EQ(plan.bytes_delivered, total) << "round " << round;
+    uint64_t in_place_bytes = 0;
+    for (const Segment& sg : in_place) in_place_bytes += sg.bytes();
+    EXPECT_EQ(plan.bytes_read, staged_read + in_place_bytes);
+    EXPECT_EQ(plan.max_bounce_bytes, max_bounce);
+    std::vector<uint32_t> pieces(sels.size(), 0);
+    for (size_t i = 0; i < plan.chunks.size(); ++i) {
+      const ReadChunk& c = plan.chunks[i];
+      if (i > 0) {
+        ASSERT_LE(plan.chunks[i - 1].offset, c.offset);
+      }
+      for (const Scatter& sc : c.scatters) ++pieces[sc.tensor];
+      if (c.in_place) {
+        ASSERT_TRUE(SpansCover(spans, c.offset, c.length))
+            << "round " << round << " chunk at " << c.offset << " length "
+            << c.length;
+      } else {
+        ASSERT_LE(c.length, slot) << "round " << round;
+      }
+    }
+    EXPECT_EQ(pieces, plan.pieces_per_tensor) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace weightlift::internal

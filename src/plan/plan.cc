@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 
 namespace weightlift::internal {
 namespace {
@@ -315,6 +316,29 @@ Plan MakePlan(std::span<const Segment> segments,
     for (const Scatter& sc : c.scatters) ++plan.pieces_per_tensor[sc.tensor];
   }
   return plan;
+}
+
+void MergeInPlace(Plan in_place, Plan* plan) {
+  for (ReadChunk& c : in_place.chunks) c.in_place = true;
+  const auto by_offset = [](const ReadChunk& x, const ReadChunk& y) {
+    return x.file != y.file ? x.file < y.file : x.offset < y.offset;
+  };
+  std::vector<ReadChunk> merged;
+  merged.reserve(plan->chunks.size() + in_place.chunks.size());
+  std::merge(std::make_move_iterator(plan->chunks.begin()),
+             std::make_move_iterator(plan->chunks.end()),
+             std::make_move_iterator(in_place.chunks.begin()),
+             std::make_move_iterator(in_place.chunks.end()),
+             std::back_inserter(merged), by_offset);
+  plan->chunks = std::move(merged);
+  if (plan->pieces_per_tensor.size() < in_place.pieces_per_tensor.size()) {
+    plan->pieces_per_tensor.resize(in_place.pieces_per_tensor.size(), 0);
+  }
+  for (size_t t = 0; t < in_place.pieces_per_tensor.size(); ++t) {
+    plan->pieces_per_tensor[t] += in_place.pieces_per_tensor[t];
+  }
+  plan->bytes_read += in_place.bytes_delivered;
+  plan->bytes_delivered += in_place.bytes_delivered;
 }
 
 }  // namespace weightlift::internal

@@ -62,6 +62,10 @@ struct ReadChunk {
   // read into a slot, then scatter.
   uintptr_t direct_dst = 0;
   std::vector<Scatter> scatters;
+  // The bytes are already in memory the sink copies from (pages registered
+  // ahead, cuda/registered_pages.h): nothing is read, and the chunk is as
+  // large as its plan allowed, not a slot (MergeInPlace).
+  bool in_place = false;
   bool is_direct() const { return direct_dst != 0; }
 };
 
@@ -104,6 +108,15 @@ struct Plan {
 Plan MakePlan(std::span<const Segment> segments,
               std::span<const PlanFile> files, size_t num_tensors,
               const PlanOptions& options);
+
+// Merges IN_PLACE, the plan of a route's selections that are copied
+// straight out of memory already in place, into PLAN (its other
+// selections', read into slots): chunks in (file, offset) order, so that
+// workers taking them in turn keep reads and copies going side by side;
+// IN_PLACE's chunks flagged in_place. Its bytes read are the bytes it
+// delivers (nothing is read; a covering chunk's unselected rows do not
+// move); max_bounce_bytes stays PLAN's. Both plans count the same tensors.
+void MergeInPlace(Plan in_place, Plan* plan);
 
 // S's rows as plain segments (S itself when it has one row), for a path
 // that moves ranges, not strides (GDS).

@@ -267,4 +267,26 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
   }
 }
 
+uint64_t SelectionsDigest(std::span<const TensorSelection> sels) {
+  // FNV-1a over the fields, 64 bits at a time.
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+  };
+  mix(sels.size());
+  for (const TensorSelection& s : sels) {
+    mix(s.tensor);
+    mix(s.file);
+    mix(s.blocks.size());
+    for (const RowBlock& b : s.blocks) {
+      mix(b.file_offset);
+      mix(b.width);
+      mix(b.rows);
+      mix(b.pitch);
+    }
+  }
+  return h;
+}
+
 }  // namespace weightlift::internal

@@ -62,6 +62,10 @@ struct TensorSelection {
   }
 };
 
+// A digest of SELS (their tensors, files and blocks, in order): what a
+// load selects, to tell whether what prepare made ready is for it.
+uint64_t SelectionsDigest(std::span<const TensorSelection> sels);
+
 // TENSOR (index INDEX in the checkpoint, DTYPE_BITS bits per element)
 // selected by SLICES (empty: whole). InvalidArgument naming the tensor,
 // the dimension and the values for more slices than dimensions, start >

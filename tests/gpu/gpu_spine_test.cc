@@ -132,15 +132,31 @@ void WaitForRegistration(const Checkpoint& ck) {
   internal::HeldFiles::Prepared(ck).Put(std::move(p));
 }
 
+// Whether NOTES has one starting with PREFIX and holding HAS.
+bool NoteHas(const std::vector<std::string>& notes, const std::string& prefix,
+             const std::string& has) {
+  for (const std::string& n : notes) {
+    if (n.rfind(prefix, 0) == 0 && n.find(has) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // A tensor-parallel rank's parts (columns of a row-parallel weight, rows of
 // a column-parallel one, a replicated vector, 50-byte runs of 400-byte
-// rows) loaded from pages prepare registered (forced: they are 8x the
-// part's bytes, which auto leaves alone): bit-exact, copied straight
-// from the page cache (one 2D copy per part, so the bytes read are the
-// bytes delivered), and the report says so. Nothing is left for the next
-// load, which stages; pages registered for another request are left for
-// that request's load. Unforced, prepare declines (the pages are 8x the
-// part) and the load's report says why.
+// rows) loaded from pages prepare registered, bit-exact every time:
+//  - auto registers the column-parallel part and the vector, and leaves the
+//    two column slices (whose pages are 8x their bytes) to staging: one run
+//    copies the first straight from the page cache and stages the rest, and
+//    the report says which and how much;
+//  - forced (host_register=on) registers all four: everything is copied in
+//    place (one 2D copy per part, so the bytes read are the bytes
+//    delivered);
+//  - nothing is left for the next load, which stages; pages registered for
+//    another request are left for that request's load;
+//  - a request whose only part is 8x its bytes is declined, and its load's
+//    report says why.
 TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
   std::string path =
       Write("ahead.safetensors",
@@ -155,26 +171,28 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
       {"norm", {}},                              // replicated
       {"narrow", {{0, 3000, 1}, {50, 75, 1}}},   // short runs
   };
-  // Its pages are the whole rows of "mlp" (8x its part): not registered
-  // unless forced (host_register=on), and the load stages.
-  auto refused = internal::RegisterPagesAhead(*ck, req, 0, 0.0, false);
-  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
-  EXPECT_EQ(refused->files, 0u);
-  ASSERT_EQ(refused->skipped.size(), 1u);
-  EXPECT_NE(refused->skipped[0].find("not registered ahead"), std::string::npos)
-      << refused->skipped[0];
-  LoadReport declined = LoadAndCheck(*ck, req, Cuda());
-  ASSERT_EQ(declined.files.size(), 1u);
-  EXPECT_EQ(declined.files[0].path_taken.rfind("pinned-staging", 0), 0u);
-  bool said = false;
-  for (auto& n : declined.notes) {
-    said |= n.find("prepare registered no pages ahead of this load") == 0 &&
-            n.find("host_register=on") != std::string::npos;
-  }
-  EXPECT_TRUE(said) << "the report should say why prepare registered nothing";
+  const uint64_t in_place_bytes = 64 * 4096 * 2 + 4096 * 4;
+  const uint64_t left_bytes = 4096 * 1376 * 2 + 3000 * 25 * 2;
+  auto mixed = internal::RegisterPagesAhead(*ck, req, 0, 0.0, false);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().ToString();
+  EXPECT_EQ(mixed->files, 1u);
+  EXPECT_EQ(mixed->left_bytes, left_bytes);
+  WaitForRegistration(*ck);
+  LoadReport m = LoadAndCheck(*ck, req, Cuda());
+  ASSERT_EQ(m.files.size(), 1u);
+  EXPECT_EQ(m.files[0].path_taken.rfind("host-register+pinned-staging", 0), 0u)
+      << m.files[0].path_taken;
+  char in_place[64];
+  std::snprintf(in_place, sizeof in_place, "%.1f of its",
+                static_cast<double>(in_place_bytes) / 1e6);
+  EXPECT_NE(m.files[0].reason.find(in_place), std::string::npos)
+      << m.files[0].reason;
+  EXPECT_TRUE(NoteHas(m.notes, "prepare registered", "left to staging"));
+
   auto ahead = internal::RegisterPagesAhead(*ck, req, 0, 0.0, true);
   ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
   EXPECT_EQ(ahead->files, 1u);
+  EXPECT_EQ(ahead->left_bytes, 0u);
   EXPECT_TRUE(ahead->skipped.empty());
   WaitForRegistration(*ck);
   LoadReport r = LoadAndCheck(*ck, req, Cuda());
@@ -183,9 +201,7 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
   EXPECT_NE(r.files[0].reason.find("registered by prepare"), std::string::npos)
       << r.files[0].reason;
   EXPECT_EQ(r.bytes_read, r.bytes);
-  bool noted = false;
-  for (auto& n : r.notes) noted |= n.find("prepare registered") == 0;
-  EXPECT_TRUE(noted);
+  EXPECT_TRUE(NoteHas(r.notes, "prepare registered", "copied straight"));
 
   LoadReport again = LoadAndCheck(*ck, req, Cuda());
   ASSERT_EQ(again.files.size(), 1u);
@@ -203,6 +219,23 @@ TEST_F(SpineTest, PagesRegisteredAheadAreCopiedStraightFromThePageCache) {
   LoadReport own = LoadAndCheck(*ck, rows_only, Cuda());
   ASSERT_EQ(own.files.size(), 1u);
   EXPECT_EQ(own.files[0].path_taken, "host-register") << own.files[0].reason;
+
+  // A part whose pages are 8x its bytes alone: declined unless forced, and
+  // the load stages saying why.
+  std::vector<TensorRequest> row_part = {req[0]};
+  auto refused = internal::RegisterPagesAhead(*ck, row_part, 0, 0.0, false);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->files, 0u);
+  ASSERT_EQ(refused->skipped.size(), 1u);
+  EXPECT_NE(refused->skipped[0].find("not registered ahead"), std::string::npos)
+      << refused->skipped[0];
+  LoadReport declined = LoadAndCheck(*ck, row_part, Cuda());
+  ASSERT_EQ(declined.files.size(), 1u);
+  EXPECT_EQ(declined.files[0].path_taken.rfind("pinned-staging", 0), 0u);
+  EXPECT_TRUE(NoteHas(declined.notes,
+                      "prepare registered no pages ahead of this load",
+                      "host_register=on"))
+      << "the report should say why prepare registered nothing";
 
   // host_register=off leaves them alone.
   ASSERT_TRUE(internal::RegisterPagesAhead(*ck, req, 0, 0.0, true).ok());

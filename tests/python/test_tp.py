@@ -212,6 +212,31 @@ def test_a_prepared_rank_on_cuda_copies_straight_from_the_page_cache(ckpt, n):
     weightlift.release_cached_loaders()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_a_prepared_rank_of_8_stages_its_row_parts_beside_registered_pages(
+        ckpt):
+    """prepare(cuda:0, checkpoint=, tp_*) with host_register auto at n = 8
+    registers the rank's column-parallel and replicated parts and leaves
+    its row-parallel ones (whose pages are 8x their bytes) to staging; the
+    load copies the first straight from the page cache and stages the
+    rest in the same run, bit-exact, and its report says which and how
+    much."""
+    import time
+    from tp_reference import TEST_PLAN, split_reference
+    full = _full(ckpt)
+    kw = dict(tp_rank=3, tp_size=8, tp_plan=TEST_PLAN)
+    weightlift.prepare("cuda:0", checkpoint=ckpt, **kw)
+    time.sleep(1.0)
+    got = weightlift.load_checkpoint(ckpt, device="cuda:0", **kw)
+    _check_parts(got, split_reference(full, TEST_PLAN, 3, 8))
+    paths = [f.path_taken for f in got.report.files]
+    assert any(p.startswith("host-register+pinned-staging") for p in paths), \
+        [(f.path_taken, f.reason) for f in got.report.files]
+    note = [x for x in got.report.notes if x.startswith("prepare registered")]
+    assert note and "left to staging" in note[0], got.report.notes
+    weightlift.release_cached_loaders()
+
+
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
     from tp_reference import TEST_PLAN
     total = _file_bytes(ckpt)
