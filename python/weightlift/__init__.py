@@ -118,12 +118,13 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     On a CUDA device, a thread also registers with CUDA the pages of the
     rank's parts in each resident file (read-only, about 21 ms per GB on
     an H200, while every CUDA copy of the process waits), and that load
-    copies each file whose pages are all registered straight from the page
-    cache, with no reads and no staging copy; the pages are unregistered
-    in the background after it. Where the pages would be more than twice
-    the rank's bytes (the whole rows of row-parallel parts, as at 8 ranks)
-    nothing is registered and the load's report says why;
-    ``host_register="on"`` registers anyway, ``"off"`` never.
+    copies each registered part straight from the page cache, with no
+    reads and no staging copy, while it stages the rest in the same run;
+    the pages are unregistered in the background after it. A part whose
+    pages would be more than twice its bytes (the whole rows of a
+    row-parallel part, from 3 ranks on) is left to staging, and the load's
+    report says how much was; ``host_register="on"`` registers every part,
+    ``"off"`` none.
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an

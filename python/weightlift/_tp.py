@@ -99,10 +99,10 @@ def prepare_rank(path: Any, options: Dict[str, Any],
     mapping: the auto backend, resident files (src/env/warm_mappings.h).
     On a CUDA device it also starts registering the pages of the rank's
     parts in the resident files, for that load to copy straight from
-    (src/cuda/registered_pages.h), unless host_register is off, GDS was
-    asked for, or the pages are more than twice the rank's bytes (the
-    whole rows of row-parallel parts; host_register="on" registers them
-    anyway, src/cuda/register_ahead.h)."""
+    (src/cuda/registered_pages.h), unless host_register is off or GDS was
+    asked for; a part whose pages are more than twice its bytes (the whole
+    rows of a row-parallel part) is left to staging unless
+    host_register="on" (src/cuda/register_ahead.h)."""
     req = take_tp(dict(options), path)
     if req is None or req.group is not None or req.error is not None:
         return

@@ -409,16 +409,30 @@ void CudaTarget::MarkInPlace(std::span<const TensorSelection> sels,
                   in_place[i] == selected[i] ? "" : ", the rest staged");
     fr.reason += buf;
   }
-  char buf[300];
+  char used[160];
+  if (in_place_total == selected_total) {
+    std::snprintf(used, sizeof used, "all %.2f GB of this load copied",
+                  static_cast<double>(selected_total) / 1e9);
+  } else if (in_place_total > 0) {
+    std::snprintf(used, sizeof used,
+                  "%.2f of its %.2f GB copied beside the staged rest",
+                  static_cast<double>(in_place_total) / 1e9,
+                  static_cast<double>(selected_total) / 1e9);
+  } else {
+    std::snprintf(used, sizeof used, "none of its %.2f GB copied (%s)",
+                  static_cast<double>(selected_total) / 1e9,
+                  options_.host_register == HostRegisterMode::kOff
+                      ? "host_register=off"
+                      : "no part lay in a registered span when it began");
+  }
+  char buf[360];
   std::snprintf(buf, sizeof buf,
                 "prepare registered %.2f of %.2f GB of pages ahead of this "
-                "load in %.1f ms; %.2f of its %.2f GB copied straight from "
-                "them beside the staged rest, unregistered in the background "
-                "after the load",
+                "load in %.1f ms; %s straight from them; unregistered in the "
+                "background after the load",
                 static_cast<double>(ahead.registered_bytes()) / 1e9,
                 static_cast<double>(ahead.bytes()) / 1e9, ahead.seconds() * 1e3,
-                static_cast<double>(in_place_total) / 1e9,
-                static_cast<double>(selected_total) / 1e9);
+                used);
   std::string note = buf;
   if (!ahead.left_out().empty()) note += "; " + ahead.left_out();
   report->notes.push_back(std::move(note));

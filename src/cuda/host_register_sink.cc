@@ -88,7 +88,15 @@ StatusOr<SinkSlot> HostRegisterSink::AcquireSlot(int w, const ReadChunk& c,
   std::byte* base = m->data() + c.offset;
   const uint64_t len = c.length;
   if (c.file < registered_ahead_.size() && registered_ahead_[c.file]) {
-    // Registered by prepare: the piece is the slot as it is.
+    // Registered by prepare: the piece is the slot as it is. Only the
+    // chunks planned in place lie in registered spans (SplitSink sends
+    // the file's others to staging).
+    if (!c.in_place) {
+      return Status::Internal(
+          "host-register: a chunk at offset " + std::to_string(c.offset) +
+          " of file " + std::to_string(c.file) +
+          " is not in place, but its file's pages were registered ahead");
+    }
     const int i = wk.next;
     wk.next ^= 1;
     Held& h = wk.held[i];

@@ -6,10 +6,11 @@
 // keeps two pieces in flight, so registering piece i+1 overlaps copying
 // piece i.
 //
-// auto picks it only for files whose pages prepare registered ahead
-// (registered_pages.h; then nothing is registered here); registering on the
-// load's clock loses to pinned staging on the H200 (path_choice.cc), and
-// host_register=on asks for it anyway.
+// It also serves the in-place chunks of a staged file whose pages prepare
+// registered ahead (registered_pages.h; exec/split_sink.h sends it those
+// and nothing else of the file): then nothing is registered here. auto
+// never picks it to register on the load's clock, which loses to pinned
+// staging on the H200 (path_choice.cc); host_register=on asks for that.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -42,9 +43,10 @@ class HostRegisterSink final : public Sink {
 
   // The load's mappings: MAPPINGS[f] is all of checkpoint file f (null
   // where this sink does not read f). They must outlive the load's run.
-  // Where REGISTERED_AHEAD[f], prepare registered the pages of file f that
-  // this load copies from (registered_pages.h): the sink copies from them
-  // as they are, registering and unregistering nothing.
+  // Where REGISTERED_AHEAD[f], prepare registered the pages of file f's
+  // in-place chunks (ReadChunk::in_place, the only chunks of f this sink
+  // gets): it copies from them as they are, registering and unregistering
+  // nothing.
   void UseMappings(std::vector<const Mapping*> mappings,
                    std::vector<bool> registered_ahead) {
     mappings_ = std::move(mappings);

@@ -123,6 +123,11 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
         const std::string shortfall =
             ahead->Shortfall(static_cast<uint32_t>(i));
         if (!shortfall.empty()) hr_why += " (" + shortfall + ")";
+      } else if (ahead != nullptr &&
+                 !ahead->Shortfall(static_cast<uint32_t>(i)).empty() &&
+                 options.host_register != HostRegisterMode::kOff) {
+        // Prepare meant to register some of its pages, and none was.
+        hr_why = ahead->Shortfall(static_cast<uint32_t>(i));
       } else if (options.host_register == HostRegisterMode::kOn) {
         hr = true;
         hr_why = "host_register=on";

@@ -92,7 +92,13 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   }
   std::vector<RegisterFile> files;
   for (uint32_t i = 0; i < spans.size(); ++i) {
-    if (spans[i].empty()) continue;
+    if (spans[i].empty()) {
+      if (touched[i]) {
+        out.skipped.push_back(ckpt.files()[i].path +
+                              ": not registered ahead: " + left_out);
+      }
+      continue;
+    }
     std::string skipped;
     WL_ASSIGN_OR_RETURN(std::optional<Mapping> map,
                         MapResidentFile(ckpt, i, resident_threshold, &skipped));

@@ -23,7 +23,9 @@ std::string ChunkContext(const ReadChunk& c, const RunOptions& o,
     s += "chunk";
   }
   if (file != nullptr) s += " from " + file->path();
-  s += " (" + std::string(c.is_direct() ? "direct" : "bounce") + " read)";
+  s += c.in_place
+           ? std::string(" (in place)")
+           : " (" + std::string(c.is_direct() ? "direct" : "bounce") + " read)";
   return s;
 }
 

@@ -10,6 +10,9 @@
 //   HostRegisterSink  cuda:N zero-copy from the page cache: the slot is the
 //                 file's mapping itself, registered with cudaHostRegister.
 //   GdsSink       cuda:N through cuFile: the sink performs direct reads.
+//   SplitSink     one run over two sinks: in-place chunks (pages prepare
+//                 registered) to one, the rest to the other
+//                 (split_sink.h).
 //
 // For each chunk, in plan order, a worker calls either
 //   ReadDirect(w, file, chunk)                 (chunk.is_direct())
