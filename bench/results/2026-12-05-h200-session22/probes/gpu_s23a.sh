@@ -1,7 +1,8 @@
 # For session 23, call A (~5 min, on an H200): issue 11's table in one run on
 # the machine it names. Main's GPU tests of the registered-ahead path, then
 # tp_bench.py --prepared --spawn at n = 2, 4 and 8 with alone, together and
-# the peers (safetensors get_slice + .to, full load + narrow).
+# the peers (safetensors get_slice + .to, full load + narrow); then a second
+# round without the peers where time is left.
 TAG=s23a; DEADLINE=${DEADLINE:-560}
 . bench/device_preamble.sh
 build_tree . build-main main
@@ -15,5 +16,6 @@ python3 -m compileall -q build-main/python/weightlift > /dev/null 2>&1
 fits 60 && { PYTHONPATH=build-main/python timeout 60 python3 -m pytest -q -p no:cacheprovider tests/python/test_tp.py -k "cuda or prepared" -rs > $OUT/pytest_tp.log 2>&1; log "pytest tp cuda rc $? $(tail -1 $OUT/pytest_tp.log)"; pack; }
 wait $SYNTH; log "synth + page cache done"
 fits 240 && { PYTHONPATH=build-main/python timeout 240 python3 bench/tp_bench.py --ckpt $D --sizes 2,4,8 --modes alone,together,peers --device cuda:0 --prepared --spawn --json $OUT/tp.json > $OUT/tp.log 2>&1; log "tp rc $?"; grep -E "^n=|ceiling" $OUT/tp.log >> $OUT/summary.txt; pack; }
+fits 110 && { PYTHONPATH=build-main/python timeout 110 python3 bench/tp_bench.py --ckpt $D --sizes 2,4,8 --modes alone,together --device cuda:0 --prepared --spawn --json $OUT/tp2.json > $OUT/tp2.log 2>&1; log "tp round 2 rc $?"; grep -E "^n=|ceiling" $OUT/tp2.log >> $OUT/summary.txt; pack; }
 log end; pack
 cat $OUT/summary.txt
