@@ -107,27 +107,25 @@ StatusOr<std::vector<FileChoice>> ChoosePaths(
       // (the open reason already states it for the staging path).
       bool hr = false;
       std::string hr_why;
-      if (ahead != nullptr && options.host_register != HostRegisterMode::kOff) {
-        fp.ahead = ahead->FileMapping(static_cast<uint32_t>(i));
-      }
+      // What prepare registered of this file, unless this load turns it
+      // down (host_register=off); SHORTFALL: why some of it was not.
+      const uint32_t file = static_cast<uint32_t>(i);
+      const bool use_ahead =
+          ahead != nullptr && options.host_register != HostRegisterMode::kOff;
+      const std::string shortfall = use_ahead ? ahead->Shortfall(file) : "";
+      if (use_ahead) fp.ahead = ahead->FileMapping(file);
       if (fp.ahead != nullptr) {
         char buf[200];
         std::snprintf(
             buf, sizeof buf,
             "%.2f GB of its pages registered by prepare ahead of the load: "
             "the selections in them copied straight from the page cache",
-            static_cast<double>(
-                ahead->registered_file_bytes(static_cast<uint32_t>(i))) /
-                1e9);
+            static_cast<double>(ahead->registered_file_bytes(file)) / 1e9);
         hr_why = buf;
-        const std::string shortfall =
-            ahead->Shortfall(static_cast<uint32_t>(i));
         if (!shortfall.empty()) hr_why += " (" + shortfall + ")";
-      } else if (ahead != nullptr &&
-                 !ahead->Shortfall(static_cast<uint32_t>(i)).empty() &&
-                 options.host_register != HostRegisterMode::kOff) {
+      } else if (!shortfall.empty()) {
         // Prepare meant to register some of its pages, and none was.
-        hr_why = ahead->Shortfall(static_cast<uint32_t>(i));
+        hr_why = shortfall;
       } else if (options.host_register == HostRegisterMode::kOn) {
         hr = true;
         hr_why = "host_register=on";

@@ -167,11 +167,6 @@ std::string RegisteredPages::Shortfall(uint32_t file) const {
   return "";
 }
 
-uint64_t RegisteredPages::file_bytes(uint32_t file) const {
-  const FileState* fs = Find(file);
-  return fs == nullptr ? 0 : SpanBytes(fs->f.spans);
-}
-
 uint64_t RegisteredPages::bytes() const {
   uint64_t n = 0;
   for (const FileState& fs : work_->files) n += SpanBytes(fs.f.spans);

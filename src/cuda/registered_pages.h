@@ -94,7 +94,6 @@ class RegisteredPages final : public PreparedPages {
   // What was asked and done (for notes): bytes in spans, bytes registered,
   // seconds the thread spent registering.
   uint64_t bytes() const;
-  uint64_t file_bytes(uint32_t file) const;  // FILE's spans
   uint64_t registered_bytes() const;
   uint64_t registered_file_bytes(uint32_t file) const;
   double seconds() const;
