@@ -6,7 +6,7 @@ ceiling and the peers, all in one run.
     python3 bench/tp_bench.py --ckpt DIR [--sizes 2,4,8] [--device cuda:0]
                               [--json OUT.json] [--option NAME=VALUE ...]
                               [--modes alone,together,peers,copies]
-                              [--no-verify] [--prepared]
+                              [--no-verify] [--prepared [--construct-seconds S]]
 
 For each n:
   - alone: each rank r in its own fresh process, one at a time; GB/s is the
@@ -35,8 +35,10 @@ does, so their loaders share the cores (--no-local-world-size: not).
 weightlift rank calls weightlift.prepare with its load's arguments (its
 loader made, its staging ring pinned, the tensor-parallel code imported,
 the checkpoint opened)
-before the barrier and then waits 0.2 s, as a server that prepared
-its loader while it built its model (the vLLM plugin does); without it, a
+before the barrier and then waits --construct-seconds (0.2 s), as a
+server that prepared its loader while it built its model (the vLLM plugin
+does): a rank whose prepare is still registering pages when the clock
+starts says so in its notes; without it, a
 rank's first call makes its loader on the clock. The weightlift package
 is byte-compiled first, as an installed package is, so no rank compiles
 its modules inside the clock.
@@ -123,13 +125,13 @@ def run_rank(args):
     import weightlift  # noqa: F401 - imported before the clock
     import safetensors.torch  # noqa: F401
     if args.prepared and args.method == "weightlift":
-        # As a server does before it builds its model; 0.2 s stands in for
-        # the model's construction, while the loader's workers pin their
-        # staging ring.
+        # As a server does before it builds its model; the sleep stands in
+        # for the model's construction, while the loader's workers pin their
+        # staging ring and prepare registers the rank's pages.
         weightlift.prepare(dev, checkpoint=args.ckpt, tp_rank=args.r,
                            tp_size=args.n, tp_plan=LLAMA_PLAN,
                            **parse_options(args.option))
-        time.sleep(0.2)
+        time.sleep(args.construct_seconds)
     if args.method == "pinned_copy":  # its memory, before the clock
         nbytes = rank_bytes(args.ckpt, args.n, args.r)
         host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
@@ -247,7 +249,8 @@ def launch(args, method, n, ranks, tag, verify=False, env=None):
             for o in args.option:
                 cmd += ["--option", o]
             if args.prepared:
-                cmd.append("--prepared")
+                cmd += ["--prepared", "--construct-seconds",
+                        str(args.construct_seconds)]
         if args.forkserver is not None:
             procs.append(ForkedRank(args.forkserver, cmd[2:], env or {}))
         else:
@@ -287,6 +290,7 @@ def main(argv=None):
     rank.add_argument("--r", type=int, required=True)
     rank.add_argument("--verify", action="store_true")
     rank.add_argument("--prepared", action="store_true")
+    rank.add_argument("--construct-seconds", type=float, default=0.2)
     rank.add_argument("--option", action="append", default=[])
     ap.add_argument("--ckpt")
     ap.add_argument("--sizes", default="2,4,8")
@@ -302,6 +306,9 @@ def main(argv=None):
     ap.add_argument("--prepared", action="store_true",
                     help="weightlift ranks call weightlift.prepare before "
                     "the clock (as a server does while building its model)")
+    ap.add_argument("--construct-seconds", type=float, default=0.2,
+                    help="--prepared: seconds each rank waits between "
+                    "prepare and the barrier (its model's construction)")
     ap.add_argument("--spawn", action="store_true",
                     help="start each rank as a new interpreter (slower) "
                     "instead of forking it from a fork server")
@@ -380,7 +387,8 @@ def main(argv=None):
         label += ("; ranks in new interpreters" if args.spawn else
                   "; ranks forked from a server that imported torch")
         if args.prepared:
-            label += "; loaders prepared before the clock"
+            label += (f"; loaders prepared {args.construct_seconds:g} s "
+                      "before the clock")
         if "together" in modes and not args.no_local_world_size:
             label += "; together with LOCAL_WORLD_SIZE"
         print(f"n={n} [{label}]: "
@@ -408,6 +416,7 @@ def main(argv=None):
                        "pinned_ceiling_gb_per_s": ceiling, "rows": rows,
                        "ranks_started": "spawn" if args.spawn else "fork",
                        "prepared": args.prepared,
+                       "construct_seconds": args.construct_seconds,
                        "failures": fails}, f, indent=1)
     return 1 if fails else 0
 

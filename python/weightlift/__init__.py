@@ -121,8 +121,8 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     copies each registered part straight from the page cache, with no
     reads and no staging copy, while it stages the rest in the same run;
     the pages are unregistered in the background after it. A part whose
-    pages would be more than twice its bytes (the whole rows of a
-    row-parallel part, from 3 ranks on) is left to staging, and the load's
+    pages would be more than 1.5 times its bytes (a row-parallel part, whose
+    pages are its tensor's whole rows) is left to staging, and the load's
     report says how much was; ``host_register="on"`` registers every part,
     ``"off"`` none.
 

@@ -100,8 +100,8 @@ def prepare_rank(path: Any, options: Dict[str, Any],
     On a CUDA device it also starts registering the pages of the rank's
     parts in the resident files, for that load to copy straight from
     (src/cuda/registered_pages.h), unless host_register is off or GDS was
-    asked for; a part whose pages are more than twice its bytes (the whole
-    rows of a row-parallel part) is left to staging unless
+    asked for; a part whose pages are more than 1.5 times its bytes (the
+    whole rows of a row-parallel part) is left to staging unless
     host_register="on" (src/cuda/register_ahead.h)."""
     req = take_tp(dict(options), path)
     if req is None or req.group is not None or req.error is not None:

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <utility>
 
 #include "cuda/cuda_config.h"
@@ -35,34 +36,19 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   std::vector<uint64_t> sizes;
   for (const FileInfo& f : ckpt.files()) sizes.push_back(f.size);
   const uint64_t made_for = SelectionsDigest(selections);
-  // Each selection whose pages are at most kMaxRegisteredPerSelected times
-  // its bytes (all of them when forced); the others are staged. Two pages
-  // more are allowed for any selection: a small tensor's first and last
-  // pages are mostly its neighbours', which costs nothing worth staging.
-  std::vector<TensorSelection> chosen;
   std::vector<bool> touched(ckpt.files().size(), false);
   for (const TensorSelection& sel : selections) {
     touched[sel.file] = touched[sel.file] || sel.bytes > 0;
   }
-  uint64_t left = 0, left_pages = 0, left_count = 0;
-  for (TensorSelection& sel : selections) {
-    if (sel.bytes == 0) continue;
-    uint64_t pages = 0;
-    for (const std::vector<PageSpan>& f :
-         PageSpansOf(std::span(&sel, 1), sizes, page)) {
-      pages += SpanBytes(f);
-    }
-    const double allowed =
-        kMaxRegisteredPerSelected * static_cast<double>(sel.bytes) +
-        2.0 * static_cast<double>(page);
-    if (forced || static_cast<double>(pages) <= allowed) {
-      chosen.push_back(std::move(sel));
-    } else {
-      left += sel.bytes;
-      left_pages += pages;
-      ++left_count;
-    }
-  }
+  // The selections worth their pages (all of them when forced); the others
+  // are staged.
+  PageCostSplit split =
+      SplitByPageCost(std::move(selections), sizes, page,
+                      forced ? std::numeric_limits<double>::infinity()
+                             : kMaxRegisteredPerSelected);
+  std::vector<TensorSelection>& chosen = split.worth;
+  const uint64_t left = split.left_bytes, left_pages = split.left_pages,
+                 left_count = split.left_count;
   RegisteringAhead out;
   out.left_bytes = left;
   std::string left_out;

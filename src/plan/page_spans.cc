@@ -66,4 +66,28 @@ uint64_t SpanBytes(std::span<const PageSpan> spans) {
   return n;
 }
 
+PageCostSplit SplitByPageCost(std::vector<TensorSelection> sels,
+                              std::span<const uint64_t> file_sizes,
+                              uint64_t page, double max_per_byte) {
+  PageCostSplit out;
+  for (TensorSelection& sel : sels) {
+    if (sel.bytes == 0) continue;
+    uint64_t pages = 0;
+    for (const std::vector<PageSpan>& f :
+         PageSpansOf(std::span(&sel, 1), file_sizes, page)) {
+      pages += SpanBytes(f);
+    }
+    const double allowed = max_per_byte * static_cast<double>(sel.bytes) +
+                           2.0 * static_cast<double>(page);
+    if (static_cast<double>(pages) <= allowed) {
+      out.worth.push_back(std::move(sel));
+    } else {
+      out.left_bytes += sel.bytes;
+      out.left_pages += pages;
+      ++out.left_count;
+    }
+  }
+  return out;
+}
+
 }  // namespace weightlift::internal

@@ -43,4 +43,38 @@ bool SpansHold(std::span<const PageSpan> spans, uint32_t file,
 // The bytes SPANS cover.
 uint64_t SpanBytes(std::span<const PageSpan> spans);
 
+// prepare registers a selection's pages ahead (cuda/register_ahead.h) only
+// while they are at most this many times its bytes, plus two pages (a small
+// tensor's first and last pages are mostly its neighbours'). Registering
+// costs per page (about 21 ms per GB on an H200, while every CUDA copy of the
+// process waits), and a row-parallel part's pages are its tensor's whole
+// rows, which every rank registers: n times its bytes at n ranks.
+//  - n = 8 (session 21): a rank of Llama-2-7B registering all its pages
+//    (5.38 GB for 1.91 GB) loaded no faster alone than staged and slower
+//    together (0.74-0.80x of the ceiling against 0.82-0.84x): eight ranks
+//    pinning the same pages at once did not finish in time.
+//  - n = 2 (session 23, H200): registering the halves of the rows too
+//    (8.85 GB of pages for 6.87 GB) took two ranks 212-282 ms at once, past
+//    the bench's 0.2 s between prepare and the load; racing it, the pair
+//    loaded at 0.84x-0.96x of the ceiling. With the row halves staged
+//    (4.89 GB of pages) prepare took 129-144 ms, and the pair loaded at
+//    0.94-0.95x, each rank alone at 50.6-51.6 GB/s (48.2-52.4 with them).
+// So every row-parallel part is staged, in the same run as the registered
+// pages (exec/split_sink.h); column-parallel and replicated parts (1x) are
+// registered.
+inline constexpr double kMaxRegisteredPerSelected = 1.5;
+
+// SELS split by that rule (MAX_PER_BYTE times the bytes plus two pages of
+// PAGE): WORTH keeps the selections whose pages are within it, in order;
+// the others are counted.
+struct PageCostSplit {
+  std::vector<TensorSelection> worth;
+  uint64_t left_count = 0;  // selections left out
+  uint64_t left_bytes = 0;  // their bytes
+  uint64_t left_pages = 0;  // the bytes of their pages
+};
+PageCostSplit SplitByPageCost(std::vector<TensorSelection> sels,
+                              std::span<const uint64_t> file_sizes,
+                              uint64_t page, double max_per_byte);
+
 }  // namespace weightlift::internal

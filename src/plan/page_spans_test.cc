@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "plan/plan.h"
@@ -49,6 +50,43 @@ TEST(PageSpansTest, WidensToPagesMergesTouchingAndCutsAtTheLastPage) {
   std::vector<TensorSelection> over = {Block(0, 4096 * 2 - 1, 2)};
   EXPECT_FALSE(SpansHold(spans[0], 0, over));
   EXPECT_TRUE(SpansHold(spans[0], 1, over));
+}
+
+// The default rule registers a rank's column-parallel and replicated parts
+// and leaves every row-parallel part to staging, from n = 2 on: a half of
+// each row of a Llama down_proj lies in pages twice its bytes. A small
+// tensor's edge pages are allowed; forced (no limit) keeps everything.
+TEST(PageSpansTest, SplitByPageCostStagesRowParallelPartsFromTwoRanks) {
+  constexpr uint64_t kRow = 11008 * 2;  // down_proj: 4096 rows of bf16
+  const uint64_t down = 8 * kPage, norm = down + 4096 * kRow + 100;
+  std::vector<TensorSelection> sels = {
+      Block(0, down, kRow / 2, 4096, kRow),  // row-parallel, rank 0 of 2
+      Block(0, down + kRow / 2, kRow / 2, 4096, kRow),  // rank 1 of 2
+      Block(0, down, 2048 * kRow),                      // column-parallel half
+      Block(0, norm, 4096 * 4),                         // replicated, unaligned
+      Block(0, norm + 4096 * 4 + 10, 6),     // 6 bytes over two pages
+      Block(0, down, kRow / 4, 4096, kRow),  // row-parallel, n = 4
+  };
+  sels.push_back(Block(0, 0, 0));  // selects nothing: neither kept nor left
+  std::vector<uint64_t> sizes = {norm + (1 << 20)};
+  PageCostSplit split =
+      SplitByPageCost(sels, sizes, kPage, kMaxRegisteredPerSelected);
+  ASSERT_EQ(split.worth.size(), 3u);
+  EXPECT_EQ(split.worth[0].blocks[0].file_offset, down);
+  EXPECT_EQ(split.worth[0].bytes, 2048 * kRow);
+  EXPECT_EQ(split.worth[1].blocks[0].file_offset, norm);
+  EXPECT_EQ(split.worth[2].bytes, 6u);
+  EXPECT_EQ(split.left_count, 3u);
+  EXPECT_EQ(split.left_bytes, 4096 * kRow / 2 * 2 + 4096 * kRow / 4);
+  // Each row-parallel part's pages are about its tensor's whole rows.
+  EXPECT_GE(split.left_pages, 3 * (4096 * kRow - kRow));
+  EXPECT_LE(split.left_pages, 3 * (4096 * kRow + 2 * kPage));
+
+  PageCostSplit all = SplitByPageCost(sels, sizes, kPage,
+                                      std::numeric_limits<double>::infinity());
+  EXPECT_EQ(all.worth.size(), 6u);
+  EXPECT_EQ(all.left_count, 0u);
+  EXPECT_EQ(all.left_bytes, 0u);
 }
 
 // Random slices of random tensors, planned as the registered route plans

@@ -185,8 +185,8 @@ def test_slice_mode_on_cuda_is_tensor_split_in_torchs_memory(ckpt, n):
 @pytest.mark.parametrize("n", [2, 8])
 def test_a_prepared_rank_on_cuda_copies_straight_from_the_page_cache(ckpt, n):
     """prepare(cuda:0, checkpoint=, tp_*, host_register="on") registers the
-    rank's pages ahead (forced: auto leaves pages that are more than twice
-    the rank's bytes alone); its load copies each file straight from them
+    rank's pages ahead (forced: auto leaves a row-parallel part, whose pages
+    are more than 1.5 times its bytes, to staging); its load copies each file straight from them
     (host-register, bytes read = bytes delivered), bit-exact; the next load
     stages."""
     import time
