@@ -193,6 +193,13 @@ TEST_F(HostLoaderTest, DefaultThreadsColdMoreThanWarmAndBitExact) {
   ExpectExact(*warm);
   ASSERT_EQ(warm->report.files[0].path_taken, "pread");
   EXPECT_EQ(warm->report.threads, ThreadCount(0, ThreadUse::kBufferedReads));
+  // The report says where the time outside the workers went.
+  const auto phases = std::find_if(
+      warm->report.notes.begin(), warm->report.notes.end(),
+      [](const std::string& n) { return n.starts_with("loader phases: "); });
+  ASSERT_NE(phases, warm->report.notes.end());
+  EXPECT_NE(phases->find("placing and planning"), std::string::npos);
+  EXPECT_NE(phases->find("releasing the routes"), std::string::npos);
   if (cold->report.files[0].path_taken != "pread") {
     EXPECT_GE(cold->report.threads, 4);
     EXPECT_GT(cold->report.threads, warm->report.threads);

@@ -7,6 +7,11 @@ namespace weightlift::internal {
 
 using Clock = std::chrono::steady_clock;
 
+// D in seconds.
+inline double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 // Seconds from T to now.
 inline double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
