@@ -173,6 +173,10 @@ def run_rank(args):
         out["bytes_read"] = report.bytes_read
         out["report_seconds"] = report.seconds
         out["setup_seconds"] = report.setup_seconds
+        # The report's own phases, so a rank's time outside the transfer
+        # (opening, allocating) is in the results.
+        for phase in ("open_seconds", "alloc_seconds", "transfer_seconds"):
+            out[phase] = getattr(report, phase)
         out["notes"] = list(report.notes)
         out["file_reasons"] = [f.reason for f in report.files]
         out["file_paths"] = [f.path_taken for f in report.files]

@@ -43,6 +43,10 @@ class ScatterCopyTest : public ::testing::Test {
     dev_ = std::move(*dev);
     // Poison the destination so a copy that did not happen shows.
     ASSERT_EQ(cudaMemset(dev_.data(), 0xA5, kChunkBytes), cudaSuccess);
+    // cudaMemset may return before it ran, and stream_ (non-blocking) does
+    // not wait for the legacy stream: without this the poison can land
+    // after the copy under test (seen once on an H200, session 23).
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
               cudaSuccess);
   }
