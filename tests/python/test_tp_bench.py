@@ -82,15 +82,23 @@ def test_ranks_alone_and_together_bit_exact(llama_dir, tmp_path):
 
 def test_prepared_ranks_pay_no_setup(llama_dir, tmp_path):
     """--prepared: each rank makes its loader (weightlift.prepare) before
-    the barrier, so its first call's report counts no setup."""
+    the barrier, so its first call's report counts no setup; it waits
+    --construct-seconds between the two, and the output says how long.
+    Each rank's report phases come with its results."""
     got, text = run_bench(llama_dir, tmp_path, "--sizes", "2",
-                          "--modes", "alone,together", "--prepared")
+                          "--modes", "alone,together", "--prepared",
+                          "--construct-seconds", "0.05")
     assert not got["failures"], got["failures"]
     row = got["rows"][0]
     assert got["prepared"] is True and row["bit_exact"] is True
-    assert "loaders prepared before the clock" in text
+    assert got["construct_seconds"] == 0.05
+    assert "loaders prepared 0.05 s before the clock" in text
     for rank in row["alone"] + row["together"]:
         assert rank["setup_seconds"] == 0, rank
+        phases = (rank["open_seconds"] + rank["alloc_seconds"]
+                  + rank["transfer_seconds"])
+        assert 0 < phases <= rank["report_seconds"] + 1e-6, rank
+        assert any(n.startswith("loader phases: ") for n in rank["notes"])
 
 
 def test_options_reach_the_ranks(llama_dir, tmp_path):
