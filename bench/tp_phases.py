@@ -7,13 +7,18 @@ taking the tensors, making torch tensors, the report), per call.
 
     python3 bench/tp_phases.py --ckpt DIR --n 8 [--r 0] [--device cuda:0]
                                [--calls 3] [--option backend=pread ...]
-                               [--plan llama|colwise]
+                               [--plan llama|colwise] [--prepared [--wait S]]
 
 --plan colwise splits the row-parallel weights (o_proj, down_proj) on dim 0
 instead of their last: the same bytes for each rank of a Llama checkpoint
 at an n that divides its sizes, read as contiguous ranges instead of one
 short run per row, so that the two plans' times tell what the row runs
 cost.
+
+--prepared: before every call, weightlift.prepare(device, checkpoint=,
+tp_*) with the same options and then --wait seconds (0.2, as tp_bench.py
+--prepared), so each call takes the kept checkpoint and request and the
+pages prepare registered, as a prepared server's load does.
 
 Call 0 is load_checkpoint itself (what tp_bench.py times, a first call);
 calls 1.. repeat it step by step with the loader pooled by call 0. GB/s is
@@ -46,6 +51,10 @@ def main():
     ap.add_argument("--option", action="append", default=[],
                     help="NAME=VALUE load option (e.g. backend=pread)")
     ap.add_argument("--plan", choices=["llama", "colwise"], default="llama")
+    ap.add_argument("--prepared", action="store_true",
+                    help="weightlift.prepare before every call")
+    ap.add_argument("--wait", type=float, default=0.2,
+                    help="--prepared: seconds from prepare to the call")
     args = ap.parse_args()
     plan = LLAMA_PLAN if args.plan == "llama" else {
         k: "colwise" for k in LLAMA_PLAN}
@@ -63,7 +72,17 @@ def main():
     # does), so that call 0 does not compile the TP modules it imports.
     compileall.compile_dir(os.path.dirname(weightlift.__file__), quiet=1)
     tag = f"n={args.n} r={args.r} plan {args.plan} {opts or 'defaults'}"
+    if args.prepared:
+        tag += f" prepared {args.wait:g} s ahead"
 
+    def prepare():
+        if args.prepared:
+            weightlift.prepare(args.device, checkpoint=args.ckpt,
+                               tp_rank=args.r, tp_size=args.n, tp_plan=plan,
+                               **opts)
+            time.sleep(args.wait)
+
+    prepare()
     sync()
     t0 = time.perf_counter()
     sd = weightlift.load_checkpoint(args.ckpt, device=args.device,
@@ -85,12 +104,14 @@ def main():
           f"{rest * 1e3:.1f})", flush=True)
     del sd
     for note in rep.notes:
-        if note.startswith(("python:", "setup", "staging", "executor")):
+        if note.startswith(("python:", "setup", "staging", "executor",
+                            "loader phases", "prepare")):
             print("    call 0:", note)
 
     from weightlift import _core, _dtypes, _load_torch, _native, _tp
     into_block = _load_torch.applies(args.device, False)
     for call in range(1, args.calls):
+        prepare()
         sync()
         a = time.perf_counter()
         req = _tp.take_tp(dict(tp_rank=args.r, tp_size=args.n,
@@ -98,8 +119,10 @@ def main():
         b = time.perf_counter()
         ckpt = _core.open_checkpoint(args.ckpt)
         c = time.perf_counter()
-        requests, info = _native.tp_requests(ckpt, req.rank, req.size,
-                                             req.plan)
+        # The kept request when prepared (_tp.rank_requests takes it).
+        requests, info = (_tp.rank_requests(ckpt, req) if args.prepared else
+                          _native.tp_requests(ckpt, req.rank, req.size,
+                                              req.plan))
         d = time.perf_counter()
         base = (_load_torch._block(info["device_bytes"],
                                    torch.device(args.device))
