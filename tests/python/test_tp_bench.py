@@ -157,3 +157,21 @@ def test_a_second_run_in_the_same_folder_starts_its_ranks_together(
     go = (work / "go").stat().st_mtime_ns
     for r in (0, 1):
         assert go >= (work / f"ready{r}").stat().st_mtime_ns, r
+
+
+def test_tp_phases_prepared_times_each_step(llama_dir):
+    """bench/tp_phases.py --prepared: each call is prepared first (the kept
+    request and checkpoint), call 0 is load_checkpoint with its report's
+    phases and "loader phases" note, and later calls are timed step by step
+    against the C++ report."""
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "tp_phases.py"),
+         "--ckpt", llama_dir, "--n", "2", "--r", "1", "--device", "cpu",
+         "--calls", "2", "--prepared", "--wait", "0"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "prepared 0 s ahead call 0 (load_checkpoint)" in out, out
+    assert "call 0: loader phases: routing" in out, out
+    assert "prepared 0 s ahead call 1: wall" in out, out
+    assert "C++ report: seconds" in out and "tp_requests" in out, out
