@@ -115,6 +115,22 @@ def st_slices(ckpt, n, r, device):
     return out
 
 
+def outside_workers_ms(rank):
+    """Milliseconds of RANK's load_checkpoint call (its report's seconds)
+    outside the executor's run (its "executor: ... all drained at X ms"
+    note): opening, planning, the Python steps and the job's end. None
+    without both."""
+    import re
+    drained = None
+    for note in rank.get("notes", []):
+        m = re.search(r"all drained at ([0-9.]+) ms", note)
+        if note.startswith("executor:") and m:
+            drained = float(m.group(1))
+    if drained is None or "report_seconds" not in rank:
+        return None
+    return rank["report_seconds"] * 1e3 - drained
+
+
 def run_rank(args):
     import torch
     dev = args.device
@@ -406,6 +422,13 @@ def main(argv=None):
               f"{row['st_get_slice_rank0_gb_per_s']:.2f} GB/s, full load + "
               f"narrow {row['st_full_narrow_rank0_gb_per_s']:.2f} GB/s "
               f"(rank 0)", flush=True)
+        outside = [o for o in map(outside_workers_ms, alone)
+                   if o is not None]
+        if outside:
+            print(f"n={n}: each rank alone spent {min(outside):.1f}-"
+                  f"{max(outside):.1f} ms of its call outside the executor's "
+                  f"workers (its report's seconds less \"all drained at\")",
+                  flush=True)
         if copies:
             print(f"n={n}: the same bytes as pinned copies, n processes at "
                   f"once: {copies_agg:.1f} GB/s = "

@@ -93,6 +93,7 @@ def test_prepared_ranks_pay_no_setup(llama_dir, tmp_path):
     assert got["prepared"] is True and row["bit_exact"] is True
     assert got["construct_seconds"] == 0.05
     assert "loaders prepared 0.05 s before the clock" in text
+    assert "ms of its call outside the executor's workers" in text, text
     for rank in row["alone"] + row["together"]:
         assert rank["setup_seconds"] == 0, rank
         phases = (rank["open_seconds"] + rank["alloc_seconds"]
