@@ -131,16 +131,24 @@ def main():
         with _core.pooled_loader(dict(opts, device=args.device)) as loader:
             f = time.perf_counter()
             if into_block:  # what load_checkpoint does on a CUDA device
+                f_ns = time.monotonic_ns()
                 job = loader.start_load_tp_into(ckpt, requests,
                                                 base.data_ptr(), base)
                 g = time.perf_counter()
                 out = _load_torch._views(info["layout"], base)
                 h = time.perf_counter()
+                while not job.wait(0.5):
+                    pass
+                woke_ns = time.monotonic_ns()
                 report = _core.wait(job, False, info["bytes"])
                 i = time.perf_counter()
             else:
+                f_ns = time.monotonic_ns()
                 job = loader.start_load_tp(ckpt, requests)
                 g = time.perf_counter()
+                while not job.wait(0.5):
+                    pass
+                woke_ns = time.monotonic_ns()
                 report = _core.wait(job, False, info["bytes"])
                 h = time.perf_counter()
                 out = [(name, _dtypes.to_torch(dt, shape, data, args.device,
@@ -152,6 +160,15 @@ def main():
         j = time.perf_counter()
         sync()
         k = time.perf_counter()
+        # The job's thread: how long it took to begin, and from its load's
+        # return to this thread waking (native modules without Job.times:
+        # not said).
+        began, returned = (job.times() if hasattr(job, "times")
+                           else (0, 0))
+        thread = (f"; job thread began {(began - f_ns) / 1e6:.2f} ms after "
+                  f"the start call, load returned "
+                  f"{(woke_ns - returned) / 1e6:.2f} ms before the wait "
+                  f"woke" if began and returned else "")
         steps = (f"block {ms(d, e)}, loader {ms(e, f)}, start_load_tp_into "
                  f"{ms(f, g)}, views {ms(g, h)} (beside the load), wait "
                  f"{ms(h, i)}" if into_block else
@@ -160,7 +177,7 @@ def main():
         print(f"{tag} call {call}: wall {ms(a, k)} ms, "
               f"{nb / (k - a) / 1e9:.2f} GB/s; take_tp {ms(a, b)}, "
               f"open_checkpoint {ms(b, c)}, tp_requests {ms(c, d)}, {steps}, "
-              f"make_report {ms(i, j)}, sync {ms(j, k)} | C++ report: "
+              f"make_report {ms(i, j)}, sync {ms(j, k)}{thread} | C++ report: "
               f"seconds {report.seconds * 1e3:.1f} (setup "
               f"{report.setup_seconds * 1e3:.1f}, open "
               f"{report.open_seconds * 1e3:.1f}, alloc "

@@ -94,7 +94,18 @@ struct JobState {
   std::atomic<uint64_t> progress_total{0};
   // Job.cancel(): the load takes no more reads (LoadCallbacks::cancel).
   std::atomic<bool> cancel{false};
+  // When the thread began and when its load returned (steady_clock, ns:
+  // CLOCK_MONOTONIC, as Python's time.monotonic_ns), so a caller can tell
+  // the thread's start and end from the load's own seconds (Job.times).
+  std::atomic<int64_t> began_ns{0};
+  std::atomic<int64_t> returned_ns{0};
 };
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // What a Job runs: Load(names), LoadInto(dests), LoadSlices(requests) or
 // LoadSlicesInto(requests, dests);
@@ -136,6 +147,7 @@ class Job {
                            names = std::move(names), dests = std::move(dests),
                            requests = std::move(requests), kind,
                            run = std::move(run), cb = std::move(cb)]() mutable {
+      st->began_ns.store(SteadyNowNs(), std::memory_order_relaxed);
       Status status;
       std::optional<LoadResult> result;
       LoadReport report;
@@ -155,6 +167,7 @@ class Job {
           status = r.status();
         }
       }
+      st->returned_ns.store(SteadyNowNs(), std::memory_order_relaxed);
       {
         std::lock_guard<std::mutex> lock(st->mu);
         st->status = std::move(status);
@@ -180,6 +193,13 @@ class Job {
       thread_.join();
     }
     // keepalive_ is released after the join, with the GIL held.
+  }
+
+  // (began, returned): when the thread began and when its load returned,
+  // in time.monotonic_ns()'s clock; 0 for what has not happened yet.
+  nb::tuple Times() const {
+    return nb::make_tuple(state_->began_ns.load(std::memory_order_relaxed),
+                          state_->returned_ns.load(std::memory_order_relaxed));
   }
 
   // True when the load has ended (successfully or not).
@@ -724,6 +744,7 @@ NB_MODULE(_native, m) {
       .def("progress", &Job::Progress)
       .def("cancel", &Job::Cancel)
       .def("finish", &Job::Finish)
+      .def("times", &Job::Times)
       .def("take_tensors", &Job::TakeTensors, "memoryview"_a = false)
       .def("take_ready", &Job::TakeReady, "index"_a);
 

@@ -164,7 +164,7 @@ def test_tp_phases_prepared_times_each_step(llama_dir):
     """bench/tp_phases.py --prepared: each call is prepared first (the kept
     request and checkpoint), call 0 is load_checkpoint with its report's
     phases and "loader phases" note, and later calls are timed step by step
-    against the C++ report."""
+    against the C++ report and the job thread's own times."""
     proc = subprocess.run(
         [sys.executable, os.path.join(ROOT, "bench", "tp_phases.py"),
          "--ckpt", llama_dir, "--n", "2", "--r", "1", "--device", "cpu",
@@ -176,3 +176,8 @@ def test_tp_phases_prepared_times_each_step(llama_dir):
     assert "call 0: loader phases: routing" in out, out
     assert "prepared 0 s ahead call 1: wall" in out, out
     assert "C++ report: seconds" in out and "tp_requests" in out, out
+    # Job.times: the job's thread began after the start call, and its load
+    # returned before the wait woke (both non-negative).
+    began = float(out.split("job thread began ")[1].split(" ms")[0])
+    woke = float(out.split("load returned ")[1].split(" ms")[0])
+    assert 0 <= began < 1000 and 0 <= woke < 1000, out
