@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "format/writer.h"
+#include "util/fnv.h"
 
 namespace weightlift::internal {
 namespace {
@@ -32,12 +33,9 @@ inline uint64_t Word(uint64_t tensor_seed, uint64_t i) {
 }  // namespace
 
 uint64_t SynthTensorSeed(uint64_t seed, std::string_view name) {
-  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
-  for (char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001B3ull;
-  }
-  return Mix(seed ^ Mix(h));
+  Fnv f;
+  f.Bytes(name.data(), name.size());
+  return Mix(seed ^ Mix(f.h));
 }
 
 void SynthFill(uint64_t tensor_seed, uint64_t offset,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/fnv.h"
+
 namespace weightlift::internal {
 
 const char* DeliveryName(Delivery d) {
@@ -118,23 +120,6 @@ GroupPlan PlanSteps(std::span<const TensorInfo> tensors,
   return plan;
 }
 
-// FNV-1a, 64 bits, from a given basis; two bases make the 128-bit print.
-struct Fnv {
-  uint64_t h;
-  void Bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 0x100000001b3ull;
-    }
-  }
-  void U64(uint64_t v) { Bytes(&v, sizeof v); }
-  void Str(std::string_view s) {
-    U64(s.size());
-    Bytes(s.data(), s.size());
-  }
-};
-
 }  // namespace
 
 uint64_t AutoBatchBytes(uint64_t total) {
@@ -164,7 +149,8 @@ std::string GroupFingerprint(std::span<const TensorInfo> tensors,
                              const GroupPlanOptions& options,
                              std::string_view content) {
   const uint64_t batch_bytes = BatchBytesInEffect(tensors, options);
-  Fnv a{0xcbf29ce484222325ull};
+  // Two bases make the 128-bit print.
+  Fnv a{kFnvOffsetBasis};
   Fnv b{0x84222325cbf29ce4ull};
   auto both = [&](auto&& fn) {
     fn(a);

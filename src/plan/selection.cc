@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include "util/fnv.h"
+
 namespace weightlift::internal {
 namespace {
 
@@ -268,25 +270,20 @@ void PlaceSelection(const TensorSelection& sel, uintptr_t dst, uint32_t request,
 }
 
 uint64_t SelectionsDigest(std::span<const TensorSelection> sels) {
-  // FNV-1a over the fields, 64 bits at a time.
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-  };
-  mix(sels.size());
+  Fnv f;
+  f.U64(sels.size());
   for (const TensorSelection& s : sels) {
-    mix(s.tensor);
-    mix(s.file);
-    mix(s.blocks.size());
+    f.U64(s.tensor);
+    f.U64(s.file);
+    f.U64(s.blocks.size());
     for (const RowBlock& b : s.blocks) {
-      mix(b.file_offset);
-      mix(b.width);
-      mix(b.rows);
-      mix(b.pitch);
+      f.U64(b.file_offset);
+      f.U64(b.width);
+      f.U64(b.rows);
+      f.U64(b.pitch);
     }
   }
-  return h;
+  return f.h;
 }
 
 }  // namespace weightlift::internal
