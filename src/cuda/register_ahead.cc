@@ -42,30 +42,29 @@ StatusOr<RegisteringAhead> RegisterPagesAhead(
   }
   // The selections worth their pages (all of them when forced); the others
   // are staged.
-  PageCostSplit split =
+  const PageCostSplit split =
       SplitByPageCost(std::move(selections), sizes, page,
                       forced ? std::numeric_limits<double>::infinity()
                              : kMaxRegisteredPerSelected);
-  std::vector<TensorSelection>& chosen = split.worth;
-  const uint64_t left = split.left_bytes, left_pages = split.left_pages,
-                 left_count = split.left_count;
   RegisteringAhead out;
-  out.left_bytes = left;
+  out.left_bytes = split.left_bytes;
   std::string left_out;
-  if (left_count > 0) {
+  if (split.left_count > 0) {
     char buf[260];
     std::snprintf(buf, sizeof buf,
                   "%llu selection(s) of %.2f GB whose pages are more than "
                   "%.1fx their bytes (%.2f GB: the rows of row-parallel "
                   "parts) were left to staging (host_register=on registers "
                   "them too)",
-                  static_cast<unsigned long long>(left_count),
-                  static_cast<double>(left) / 1e9, kMaxRegisteredPerSelected,
-                  static_cast<double>(left_pages) / 1e9);
+                  static_cast<unsigned long long>(split.left_count),
+                  static_cast<double>(split.left_bytes) / 1e9,
+                  kMaxRegisteredPerSelected,
+                  static_cast<double>(split.left_pages) / 1e9);
     left_out = buf;
   }
-  std::vector<std::vector<PageSpan>> spans = PageSpansOf(chosen, sizes, page);
-  if (chosen.empty()) {
+  std::vector<std::vector<PageSpan>> spans =
+      PageSpansOf(split.worth, sizes, page);
+  if (split.worth.empty()) {
     const std::string why = left_out.empty() ? "it selects no bytes" : left_out;
     for (uint32_t i = 0; i < ckpt.files().size(); ++i) {
       if (!touched[i]) continue;

@@ -1,11 +1,11 @@
 #include "env/warm_mappings.h"
 
 #include <algorithm>
-#include <chrono>
 #include <system_error>
 #include <utility>
 
 #include "env/mapped_rows_file.h"
+#include "util/clock.h"
 
 namespace weightlift::internal {
 namespace {
@@ -77,7 +77,7 @@ void WarmMappings::Fill(Filling& f) {
 }
 
 void WarmMappings::FillFile(const Filling& f, Entry& e) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   for (const RowRuns& r : e.file.runs) {
     for (uint64_t row = 0; row < r.rows; row += kRowsPerLook) {
       if (f.stop.load(std::memory_order_acquire)) break;
@@ -95,9 +95,7 @@ void WarmMappings::FillFile(const Filling& f, Entry& e) {
       break;
     }
   }
-  e.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
+  e.seconds = SecondsSince(t0);
 }
 
 std::optional<WarmMapping> WarmMappings::Take(uint32_t file) {

@@ -64,11 +64,10 @@ void RunPlan(const Plan& plan, std::span<File* const> files, Sink& sink,
   const bool has_start =
       stats != nullptr && stats->start != Clock::time_point{};
   const auto since = [&](Clock::time_point t) {
-    return has_start ? std::chrono::duration<double>(t - stats->start).count()
-                     : -1.0;
+    return has_start ? Seconds(t - stats->start) : -1.0;
   };
   const auto secs = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
+    return Seconds(b - a);
   };
   std::vector<Times> times(static_cast<size_t>(std::max(pool.size(), 1)));
 

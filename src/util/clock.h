@@ -14,7 +14,7 @@ inline double Seconds(Clock::duration d) {
 
 // Seconds from T to now.
 inline double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+  return Seconds(Clock::now() - t);
 }
 
 }  // namespace weightlift::internal
