@@ -2,6 +2,7 @@
 a program that only parses its arguments stays quick)."""
 
 import os
+import re
 import shutil
 import time
 
@@ -15,6 +16,18 @@ def parse_options(pairs):
         name, value = pair.split("=", 1)
         out[name] = int(value) if value.lstrip("-").isdigit() else value
     return out
+
+
+def executor_timeline(notes):
+    """(first chunk delivered, all drained), in ms since the executor's
+    start, from a report's "executor: ..." note (exec/executor.h
+    TimelineNote); (None, None) without one."""
+    for note in notes:
+        m = re.search(r"first chunk delivered at ([\d.]+) ms.*all drained "
+                      r"at ([\d.]+) ms", note)
+        if note.startswith("executor:") and m:
+            return float(m.group(1)), float(m.group(2))
+    return None, None
 
 
 # A Python program for `python -c`: argv ROOT LOCATION N R [OPTIONS_JSON].

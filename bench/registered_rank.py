@@ -21,7 +21,6 @@ comparison.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 from tp_reference import LLAMA_PLAN  # noqa: E402
+from bench_common import executor_timeline  # noqa: E402
 
 DEFAULT_VARIANTS = ["default:", "colwise:plan=colwise",
                     "streams1:copy_streams=1", "streams4:copy_streams=4",
@@ -70,13 +70,11 @@ def child(args):
         t1 = time.perf_counter()
         rep = got.report
         ex = next((x for x in rep.notes if x.startswith("executor")), "")
-        m = re.search(r"first chunk delivered at ([\d.]+) ms.*all drained at "
-                      r"([\d.]+) ms", ex)
+        first_ms, drained_ms = executor_timeline(rep.notes)
         reg = next((x for x in rep.notes
                     if x.startswith("prepare registered")), "")
         rows.append({"call": call, "seconds": t1 - t0, "bytes": rep.bytes,
-                     "first_ms": float(m.group(1)) if m else None,
-                     "drained_ms": float(m.group(2)) if m else None,
+                     "first_ms": first_ms, "drained_ms": drained_ms,
                      "paths": [f.path_taken for f in rep.files],
                      "registered": reg, "executor": ex})
         del got

@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "python"))
 from tp_reference import LLAMA_PLAN, part_bounds  # noqa: E402
 from ceiling import pinned_copy_ceiling  # noqa: E402
-from bench_common import parse_options  # noqa: E402
+from bench_common import executor_timeline, parse_options  # noqa: E402
 
 
 def files_of(ckpt):
@@ -120,12 +120,7 @@ def outside_workers_ms(rank):
     outside the executor's run (its "executor: ... all drained at X ms"
     note): opening, planning, the Python steps and the job's end. None
     without both."""
-    import re
-    drained = None
-    for note in rank.get("notes", []):
-        m = re.search(r"all drained at ([0-9.]+) ms", note)
-        if note.startswith("executor:") and m:
-            drained = float(m.group(1))
+    _, drained = executor_timeline(rank.get("notes", []))
     if drained is None or "report_seconds" not in rank:
         return None
     return rank["report_seconds"] * 1e3 - drained

@@ -134,11 +134,10 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
       Routing routing,
       target_->Route(ckpt, sels, FilesNeeded(ckpt, TensorsOf(sels)), opened,
                      report));
-  report->open_seconds += SecondsSince(t_route);
-
   // ---- Place every selection for its file's route, then plan each route
   // (its in-place selections apart, merged in).
   const auto t = Clock::now();
+  report->open_seconds += Seconds(t - t_route);
   const size_t num_routes = routing.routes.size();
   std::vector<std::vector<Segment>> segments(num_routes);
   std::vector<std::vector<Segment>> in_place_segments(num_routes);
