@@ -12,6 +12,13 @@
 #   pack          refresh the archive
 #   build_tree SRC BUILD NAME   Release build of the CLI and the Python
 #                 module (CLI11 and liburing from the carried .deps)
+#   synth_cached BUILD DIR   the Llama-2-7B synthetic checkpoint in DIR
+#                 (written once per machine by BUILD's CLI), read into the
+#                 page cache; run it in the background and wait for it
+#   gpu_tests BUILD SECONDS [GTEST_FLAGS...]   BUILD's GPU test binary,
+#                 logged to gpu_tests.log and summed up in the summary
+#   tp_round NAME SECONDS BUILD DIR [TP_BENCH_ARGS...]   one tp_bench.py
+#                 --prepared --spawn run on cuda:0, its JSON and log as NAME
 T0=$(date +%s)
 DEADLINE=${DEADLINE:-540}
 RET=$OUT
@@ -31,6 +38,30 @@ build_tree() {
     -DCMAKE_PREFIX_PATH="$ROOT/.deps" > "$OUT/build_$3.log" 2>&1 &&
     ninja -C "$2" -j6 weightlift_cli weightlift_python >> "$OUT/build_$3.log" 2>&1
   echo "build $3 rc $?" >> "$OUT/summary.txt"
+}
+synth_cached() {
+  mkdir -p "$2"
+  [ -f "$2/model.safetensors.index.json" ] ||
+    "$1/weightlift" synth --layout llama2-7b --shards 2 "$2" > "$OUT/synth.log" 2>&1
+  cat "$2"/*.safetensors > /dev/null
+}
+gpu_tests() {
+  local build=$1 secs=$2
+  shift 2
+  fits "$secs" || return
+  timeout "$secs" "$build/tests/gpu/gpu_tests" "$@" > "$OUT/gpu_tests.log" 2>&1
+  log "gpu_tests rc $? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tests.log" | tr '\n' ' ')"
+  pack
+}
+tp_round() {
+  local name=$1 secs=$2 build=$3 dir=$4
+  shift 4
+  fits "$secs" || return
+  PYTHONPATH=$build/python timeout "$secs" python3 bench/tp_bench.py --ckpt "$dir" \
+    --device cuda:0 --prepared --spawn --json "$OUT/$name.json" "$@" > "$OUT/$name.log" 2>&1
+  log "$name rc $?"
+  grep -E "^n=|ceiling" "$OUT/$name.log" | sed "s/^/$name: /" >> "$OUT/summary.txt"
+  pack
 }
 cat .probe/commit.txt > "$OUT/commit.txt" 2>/dev/null
 # The machine has no udev database; libcufile and the page-cache probe read
