@@ -142,10 +142,9 @@ const RegisteredPages::FileState* RegisteredPages::Find(uint32_t file) const {
 const Mapping* RegisteredPages::InPlace(const TensorSelection& sel) const {
   const FileState* fs = Find(sel.file);
   if (fs == nullptr) return nullptr;
-  const std::span<const PageSpan> registered =
-      std::span<const PageSpan>(fs->f.spans).first(fs->done);
-  return SpansHold(registered, sel.file, std::span(&sel, 1)) ? &fs->f.map
-                                                             : nullptr;
+  return SpansHold(RegisteredSpans(*fs), sel.file, std::span(&sel, 1))
+             ? &fs->f.map
+             : nullptr;
 }
 
 const Mapping* RegisteredPages::FileMapping(uint32_t file) const {
@@ -173,19 +172,20 @@ uint64_t RegisteredPages::bytes() const {
   return n;
 }
 
+std::span<const PageSpan> RegisteredPages::RegisteredSpans(
+    const FileState& fs) {
+  return std::span<const PageSpan>(fs.f.spans).first(fs.done);
+}
+
 uint64_t RegisteredPages::registered_bytes() const {
   uint64_t n = 0;
-  for (const FileState& fs : work_->files)
-    n += registered_file_bytes(fs.f.file);
+  for (const FileState& fs : work_->files) n += SpanBytes(RegisteredSpans(fs));
   return n;
 }
 
 uint64_t RegisteredPages::registered_file_bytes(uint32_t file) const {
   const FileState* fs = Find(file);
-  return fs == nullptr
-             ? 0
-             : SpanBytes(
-                   std::span<const PageSpan>(fs->f.spans).first(fs->done));
+  return fs == nullptr ? 0 : SpanBytes(RegisteredSpans(*fs));
 }
 
 double RegisteredPages::seconds() const { return work_->seconds; }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,6 +119,8 @@ class RegisteredPages final : public PreparedPages {
   RegisteredPages(int device, uint64_t made_for);
   void Unregister();
   const FileState* Find(uint32_t file) const;  // null when not asked for
+  // The spans of FS registered so far.
+  static std::span<const PageSpan> RegisteredSpans(const FileState& fs);
 
   const int device_;
   const uint64_t made_for_;
