@@ -198,8 +198,22 @@ TEST_F(HostLoaderTest, DefaultThreadsColdMoreThanWarmAndBitExact) {
       warm->report.notes.begin(), warm->report.notes.end(),
       [](const std::string& n) { return n.starts_with("loader phases: "); });
   ASSERT_NE(phases, warm->report.notes.end());
-  EXPECT_NE(phases->find("placing and planning"), std::string::npos);
-  EXPECT_NE(phases->find("releasing the routes"), std::string::npos);
+  for (const char* phase :
+       {"resolving the request", "opening the files", "allocating", "routing",
+        "placing and planning", "running", "releasing the routes",
+        "handing out the tensors"}) {
+    EXPECT_NE(phases->find(phase), std::string::npos) << *phases;
+  }
+  // They add up to the load's seconds (less its setup): each is printed to
+  // 0.01 ms.
+  double sum_ms = 0;
+  for (size_t at = phases->find(" ms"); at != std::string::npos;
+       at = phases->find(" ms", at + 1)) {
+    sum_ms += std::stod(phases->substr(phases->rfind(' ', at - 1) + 1));
+  }
+  const double load_ms =
+      (warm->report.seconds - warm->report.setup_seconds) * 1e3;
+  EXPECT_NEAR(sum_ms, load_ms, 0.01 + 0.01 * load_ms) << *phases;
   if (cold->report.files[0].path_taken != "pread") {
     EXPECT_GE(cold->report.threads, 4);
     EXPECT_GT(cold->report.threads, warm->report.threads);

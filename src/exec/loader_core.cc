@@ -19,9 +19,18 @@
 #include "util/clock.h"
 #include "util/errno_text.h"
 #include "util/fork_epoch.h"
+#include "util/phase_marks.h"
 
 namespace weightlift::internal {
 namespace {
+
+// Where the load's time went, its phases adding up to its seconds (less
+// any setup): a rank of 8 of Llama-2-7B loads in about 40 ms, of which
+// the workers run about 37, and the rest was unaccounted for until session
+// 24 split the steps before the routing too.
+void AddPhasesNote(const PhaseMarks& marks, LoadReport* report) {
+  report->notes.push_back(marks.Note("loader phases"));
+}
 
 class CoreLoader final : public Loader {
  public:
@@ -79,11 +88,11 @@ class CoreLoader final : public Loader {
               LoadReport* report);
   // Routes, places, plans and runs the reads of SELS into DSTS (one
   // address per selection, its bytes back to back). POPULATE: DSTS are
-  // fresh host memory of ours (Populator).
+  // fresh host memory of ours (Populator). Ends its phases in MARKS.
   Status Run(const Checkpoint& ckpt, const std::vector<TensorSelection>& sels,
              const std::vector<OpenedFile>& opened,
              std::span<const uintptr_t> dsts, const LoadCallbacks& callbacks,
-             bool populate, LoadReport* report);
+             bool populate, LoadReport* report, PhaseMarks* marks);
 
   const LoadOptions options_;
   std::unique_ptr<LoadTarget> target_;
@@ -128,7 +137,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
                        const std::vector<OpenedFile>& opened,
                        std::span<const uintptr_t> dsts,
                        const LoadCallbacks& callbacks, bool populate,
-                       LoadReport* report) {
+                       LoadReport* report, PhaseMarks* marks) {
   const auto t_route = Clock::now();
   WL_ASSIGN_OR_RETURN(
       Routing routing,
@@ -138,6 +147,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   // (its in-place selections apart, merged in).
   const auto t = Clock::now();
   report->open_seconds += Seconds(t - t_route);
+  marks->End("routing", t);
   const size_t num_routes = routing.routes.size();
   std::vector<std::vector<Segment>> segments(num_routes);
   std::vector<std::vector<Segment>> in_place_segments(num_routes);
@@ -238,6 +248,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   done.Start();
   ExecStats stats;
   stats.start = Clock::now();
+  marks->End("placing and planning", stats.start);
   int populate_refused = 0;
   for (size_t r = 0; r < num_routes && !done.failed(); ++r) {
     RunOptions run;
@@ -258,7 +269,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
       if (const int err = populator->Finish(); err != 0) populate_refused = err;
     }
   }
-  const auto t_ran = Clock::now();
+  marks->End("running");
   std::vector<int> report_index(routing.files.size(), -1);
   for (size_t i = 0; i < routing.files.size(); ++i) {
     report_index[i] = routing.files[i].report_index;
@@ -276,7 +287,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
   report->transfer_seconds = SecondsSince(t);
   WL_RETURN_IF_ERROR(s);
 
-  const auto t_end = Clock::now();
+  marks->End("releasing the routes and checking the files");
   done.Finish();
   report->tensors = sels.size();
   report->bytes = done.delivered();
@@ -285,17 +296,7 @@ Status CoreLoader::Run(const Checkpoint& ckpt,
     report->notes.push_back(std::move(note));
   }
   AppendCountedNotes(report);
-  // Where the time outside the workers went: a rank of 8 of Llama-2-7B
-  // loads in about 40 ms, of which the workers ran about 37.
-  char phases[300];
-  std::snprintf(phases, sizeof phases,
-                "loader phases: routing %.2f ms, placing and planning %.2f "
-                "ms, running %.2f ms, releasing the routes and checking the "
-                "files %.2f ms, ending the load %.2f ms",
-                Seconds(t - t_route) * 1e3, Seconds(stats.start - t) * 1e3,
-                Seconds(t_ran - stats.start) * 1e3,
-                Seconds(t_end - t_ran) * 1e3, SecondsSince(t_end) * 1e3);
-  report->notes.push_back(phases);
+  marks->End("ending the run");
   return Status::OK();
 }
 
@@ -352,21 +353,29 @@ StatusOr<LoadResult> CoreLoader::LoadSelections(
     const LoadCallbacks& callbacks, Clock::time_point t0) {
   LoadResult result;
   LoadReport& report = result.report;
+  PhaseMarks marks(t0);
+  marks.End("resolving the request");
   WL_RETURN_IF_ERROR(Begin(&report));
+  marks.End("beginning");
   // The request's resolution counts as opening, so the phases add up.
   const double checked = SecondsSince(t0);
   std::vector<OpenedFile> opened;
   WL_RETURN_IF_ERROR(
       Open(ckpt, sels, target_->BounceBytes(sels), &opened, &report));
+  marks.End("opening the files");
   report.open_seconds += checked;
   WL_ASSIGN_OR_RETURN(Allocation alloc,
                       target_->Allocate(ckpt, sels, opened, &report));
+  marks.End("allocating");
   // ALLOC.owner frees the destination if the run fails.
   WL_RETURN_IF_ERROR(Run(ckpt, sels, opened, alloc.dsts, callbacks,
-                         alloc.fresh_host, &report));
+                         alloc.fresh_host, &report, &marks));
   result.tensors = MakeLoadedSelections(ckpt, sels, target_->device(),
                                         alloc.dsts, alloc.owner);
-  report.seconds = SecondsSince(t0) + report.setup_seconds;
+  const auto t_end = Clock::now();
+  marks.End("handing out the tensors", t_end);
+  report.seconds = Seconds(t_end - t0) + report.setup_seconds;
+  AddPhasesNote(marks, &report);
   return result;
 }
 
@@ -426,8 +435,12 @@ Status CoreLoader::LoadSelectionsInto(const Checkpoint& ckpt,
                                       const LoadCallbacks& callbacks,
                                       Clock::time_point t0) {
   LoadReport report;
+  PhaseMarks marks(t0);
+  marks.End("resolving the request");
   WL_RETURN_IF_ERROR(Begin(&report));
+  marks.End("beginning");
   WL_RETURN_IF_ERROR(target_->CheckDestinations(dests));
+  marks.End("checking the destinations");
   // Resolving the request and checking the destinations count as opening,
   // so the phases add up to the load's seconds. The check can wait on the
   // driver: a staging ring registering its first waves holds every
@@ -439,6 +452,7 @@ Status CoreLoader::LoadSelectionsInto(const Checkpoint& ckpt,
   uint64_t load_bytes = 0;
   for (const TensorSelection& sel : sels) load_bytes += sel.bytes;
   WL_RETURN_IF_ERROR(Open(ckpt, sels, load_bytes, &opened, &report));
+  marks.End("opening the files");
   report.open_seconds += checked;
   std::vector<uintptr_t> dsts(dests.size());
   std::vector<uint64_t> sizes(dests.size());
@@ -454,8 +468,9 @@ Status CoreLoader::LoadSelectionsInto(const Checkpoint& ckpt,
   const bool populate =
       !target_->device().is_cuda() && MostlyFresh(dsts, sizes);
   WL_RETURN_IF_ERROR(
-      Run(ckpt, sels, opened, dsts, callbacks, populate, &report));
+      Run(ckpt, sels, opened, dsts, callbacks, populate, &report, &marks));
   report.seconds = SecondsSince(t0) + report.setup_seconds;
+  AddPhasesNote(marks, &report);
   if (report_out != nullptr) *report_out = std::move(report);
   return Status::OK();
 }

@@ -173,7 +173,7 @@ def test_tp_phases_prepared_times_each_step(llama_dir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "prepared 0 s ahead call 0 (load_checkpoint)" in out, out
-    assert "call 0: loader phases: routing" in out, out
+    assert "call 0: loader phases: resolving the request" in out, out
     assert "prepared 0 s ahead call 1: wall" in out, out
     assert "C++ report: seconds" in out and "tp_requests" in out, out
     # Job.times: the job's thread began after the start call, and its load
