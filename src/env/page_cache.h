@@ -19,8 +19,12 @@ struct Residency {
 };
 
 struct ResidencyOptions {
-  int windows = 64;                    // spread evenly over the file
-  uint64_t window_bytes = 256u << 10;  // pages checked per window
+  int windows = 64;  // spread evenly over the file
+  // Pages checked per window. mincore costs per page (~0.1 us each on the
+  // development VM): 256 KiB windows took 0.4 ms per file of every load's
+  // opening; what tells residency apart is how far the windows spread, and
+  // 16 pages still show a partly read window.
+  uint64_t window_bytes = 64u << 10;
 };
 
 // Samples FILE's residency: mincore over WINDOWS windows of WINDOW_BYTES

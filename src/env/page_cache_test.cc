@@ -32,7 +32,7 @@ TEST(PageCacheTest, EvictThenReadChangesResidency) {
   auto cold = SampleResidency(p);
   ASSERT_TRUE(cold.ok()) << cold.status().ToString();
   EXPECT_EQ(cold->windows, 64);
-  EXPECT_EQ(cold->sampled_pages, 64u * 64u);
+  EXPECT_EQ(cold->sampled_pages, 64u * 16u);
   EXPECT_LT(cold->fraction, 0.2);
   ReadAll(p);
   auto warm = SampleResidency(p);

@@ -126,7 +126,7 @@ Status CoreLoader::Open(const Checkpoint& ckpt,
                           &report->notes,
                           MemoryToRegister(target_->read_memory(), bounce_bytes,
                                            options_, registration_refused_),
-                          file_bytes));
+                          file_bytes, &target_->pool()));
   WrapOpenedFiles(wrap_, opened);
   report->open_seconds = SecondsSince(t);
   return Status::OK();
