@@ -4,7 +4,8 @@
 # registration done before the barrier; session 11 found n processes'
 # pinned copies at 0.96-1.00x of the ceiling, so the GPU is not the limit.
 # Together at n = 8 with nothing registered (host_register=off) and with
-# each rank's 12 workers (no LOCAL_WORLD_SIZE), then the table.
+# each rank's 12 workers (no LOCAL_WORLD_SIZE), and one copy stream a
+# rank (which copy engines a context's streams land on), after the table.
 TAG=s24b; DEADLINE=${DEADLINE:-260}
 . bench/device_preamble.sh
 build_tree . build-main main
@@ -16,5 +17,6 @@ log "synth + page cache done"
 tp_round tp 130 build-main $D --sizes 2,4,8 --modes alone,together,peers
 tp_round t8_off 30 build-main $D --sizes 8 --modes together --option host_register=off
 tp_round t8_lws 30 build-main $D --sizes 8 --modes together --no-local-world-size
+tp_round t8_cs1 30 build-main $D --sizes 8 --modes together --option copy_streams=1
 log end; pack
 cat $OUT/summary.txt
