@@ -206,12 +206,15 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     status[k] = OpenOne(ckpt, i, options, io, fixed, read_bytes, &out[i],
                         &file_notes[k]);
   };
-  // Opening a resident file samples its residency (about 0.4 ms for 64
-  // windows on the development VM), so a checkpoint of many files opens
-  // them on the loader's idle workers, a file at a time each.
+  // Opening a resident file samples its residency (0.1-0.4 ms on the
+  // development VM), so a checkpoint of many files opens them on the
+  // loader's idle workers, a file at a time each; but not while the
+  // workers still run their start (a new CUDA loader's pin its staging
+  // ring then, for milliseconds): the files are opened here beside that,
+  // as before.
   std::atomic<size_t> next{0};
   const bool spread =
-      pool != nullptr && to_open.size() > 1 &&
+      pool != nullptr && to_open.size() > 1 && pool->started() &&
       pool->Run(
               [&](int) {
                 for (size_t k; (k = next.fetch_add(1)) < to_open.size();) {

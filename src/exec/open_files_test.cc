@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "env/testing/temp_dir.h"
@@ -38,6 +39,12 @@ class OpenFilesTest : public ::testing::Test {
     ASSERT_TRUE(WriteShardedCheckpoint(dir_path_, std::move(shards)).ok());
   }
 
+  // A pool whose workers have started, which OpenCheckpointFiles spreads
+  // the files over (a pool still starting is passed by).
+  static void WaitStarted(const ThreadPool& pool) {
+    while (!pool.started()) std::this_thread::yield();
+  }
+
   StatusOr<std::vector<OpenedFile>> Open(const Checkpoint& ckpt,
                                          const std::vector<bool>& needed,
                                          std::vector<std::string>* notes,
@@ -57,6 +64,7 @@ TEST_F(OpenFilesTest, OpenedSideBySideAsOneByOne) {
   std::vector<bool> needed(kShards, true);
   needed[1] = false;
   ThreadPool pool(4);
+  WaitStarted(pool);
   std::vector<std::string> serial_notes, spread_notes;
   auto serial = Open(*ckpt, needed, &serial_notes, nullptr);
   auto spread = Open(*ckpt, needed, &spread_notes, &pool);
@@ -91,6 +99,7 @@ TEST_F(OpenFilesTest, TheFirstChangedFileInFileOrderIsTheError) {
     ASSERT_EQ(::truncate(path.c_str(), ckpt->files()[i].size - 100), 0);
   }
   ThreadPool pool(4);
+  WaitStarted(pool);
   for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
     auto opened = Open(*ckpt, std::vector<bool>(kShards, true), nullptr, p);
     ASSERT_FALSE(opened.ok());

@@ -56,6 +56,7 @@ Status ThreadPool::Run(const std::function<void(int)>& fn, int n) {
 
 void ThreadPool::Loop(int index) {
   if (on_start_) on_start_(index);
+  started_.fetch_add(1, std::memory_order_release);
   Shared& s = *shared_;
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(s.mu);

@@ -3,6 +3,7 @@
 // returns when all have returned.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -26,6 +27,11 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()); }
+  // Whether every worker has run its ON_START: a Run now starts at once
+  // instead of waiting for them.
+  bool started() const {
+    return started_.load(std::memory_order_acquire) == size();
+  }
   // ResourceExhausted when the system refused a thread (the pool then has
   // fewer workers than asked for); callers fail their Create with it, since
   // no exception may cross the library API.
@@ -58,6 +64,7 @@ class ThreadPool {
   std::function<void(int)> on_start_;
   std::unique_ptr<Shared> shared_ = std::make_unique<Shared>();
   std::vector<std::thread> workers_;
+  std::atomic<int> started_{0};  // workers past their ON_START
   Status status_;
 };
 
