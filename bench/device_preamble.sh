@@ -19,6 +19,9 @@
 #                 logged to gpu_tests.log and summed up in the summary
 #   tp_round NAME SECONDS BUILD DIR [TP_BENCH_ARGS...]   one tp_bench.py
 #                 --prepared --spawn run on cuda:0, its JSON and log as NAME
+#   tp_setup BUILD DIR   what a tp_round needs first: this tree built in
+#                 BUILD, the GPU's name in gpu.txt, the checkpoint in DIR
+#                 (synth_cached) and the package byte-compiled
 T0=$(date +%s)
 DEADLINE=${DEADLINE:-540}
 RET=$OUT
@@ -62,6 +65,13 @@ tp_round() {
   log "$name rc $?"
   grep -E "^n=|ceiling" "$OUT/$name.log" | sed "s/^/$name: /" >> "$OUT/summary.txt"
   pack
+}
+tp_setup() {
+  build_tree . "$1" main
+  nvidia-smi --query-gpu=name,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
+  synth_cached "$1" "$2"
+  python3 -m compileall -q "$1/python/weightlift" > /dev/null 2>&1
+  log "synth + page cache done"
 }
 cat .probe/commit.txt > "$OUT/commit.txt" 2>/dev/null
 # The machine has no udev database; libcufile and the page-cache probe read

@@ -135,10 +135,6 @@ void WeighColdBufferedReads(const LoadOptions& options, OpenedFile* f) {
                       " resident: each read weighed as a storage request";
 }
 
-}  // namespace
-
-namespace {
-
 // Opens file I of CKPT for a load as OPTIONS say into *OUT (its report's
 // path already set), adding the notes of its fallbacks to NOTES.
 Status OpenOne(const Checkpoint& ckpt, uint32_t i, const LoadOptions& options,
@@ -225,12 +221,16 @@ StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
           .ok();
   if (!spread) {
     // No pool, one file, or a forked child's pool that runs nothing: the
-    // files not yet opened are opened here.
-    for (size_t k; (k = next.fetch_add(1)) < to_open.size();) open(k);
+    // files not yet opened are opened here, in order, up to the first that
+    // fails (whose error is the one returned either way).
+    for (size_t k; (k = next.fetch_add(1)) < to_open.size();) {
+      open(k);
+      if (!status[k].ok()) break;
+    }
   }
-  for (size_t k = 0; k < to_open.size(); ++k) {
-    if (notes != nullptr) {
-      notes->insert(notes->end(), file_notes[k].begin(), file_notes[k].end());
+  if (notes != nullptr) {
+    for (const std::vector<std::string>& fn : file_notes) {
+      notes->insert(notes->end(), fn.begin(), fn.end());
     }
   }
   for (const Status& st : status) WL_RETURN_IF_ERROR(st);

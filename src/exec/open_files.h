@@ -43,9 +43,8 @@ struct OpenedFile {
 // mincore cost more than such a read gains from O_DIRECT (a get_slice of
 // a few rows paid ~0.4 ms per call for it). POOL, when given (idle: the
 // loader's workers before its run) and its workers have started, opens
-// the files side by side; NOTES
-// and the error returned (the first file's in file order) are the same
-// as without it.
+// the files side by side; NOTES and the error returned (the first file's
+// in file order) are the same as without it.
 inline constexpr uint64_t kSmallReadBytes = 32u << 20;
 StatusOr<std::vector<OpenedFile>> OpenCheckpointFiles(
     const Checkpoint& ckpt, const LoadOptions& options,

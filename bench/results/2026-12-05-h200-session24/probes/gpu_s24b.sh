@@ -8,12 +8,8 @@
 # rank (which copy engines a context's streams land on), after the table.
 TAG=s24b; DEADLINE=${DEADLINE:-260}
 . bench/device_preamble.sh
-build_tree . build-main main
-nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/gpu.txt 2>&1
 D=/var/tmp/wl_llama2-7b
-synth_cached build-main $D
-python3 -m compileall -q build-main/python/weightlift > /dev/null 2>&1
-log "synth + page cache done"
+tp_setup build-main $D
 tp_round tp 130 build-main $D --sizes 2,4,8 --modes alone,together,peers
 tp_round t8_off 30 build-main $D --sizes 8 --modes together --option host_register=off
 tp_round t8_lws 30 build-main $D --sizes 8 --modes together --no-local-world-size

@@ -5,12 +5,8 @@
 # against the other six.
 TAG=s24c; DEADLINE=${DEADLINE:-150}
 . bench/device_preamble.sh
-build_tree . build-main main
-nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/gpu.txt 2>&1
 D=/var/tmp/wl_llama2-7b
-synth_cached build-main $D
-python3 -m compileall -q build-main/python/weightlift > /dev/null 2>&1
-log "synth + page cache done"
+tp_setup build-main $D
 tp_round t8 25 build-main $D --sizes 8 --modes together
 tp_round t8_off 25 build-main $D --sizes 8 --modes together --option host_register=off
 tp_round t8_cs1 25 build-main $D --sizes 8 --modes together --option copy_streams=1
