@@ -1,13 +1,15 @@
-# Session 25's plan for the next call (~8 min on an H200): the code not yet
-# run on a GPU (the open on started workers only, the serial open's stop at
-# the first failing file) through every GPU test; what the host is (cores,
-# NUMA nodes, which node the GPU and the checkpoint's cached pages sit on);
-# issue 11's table twice; then "together" at n = 8 three other ways, to
-# find what lets ranks 0 and 7 end 30-50 ms before the other six (sessions
-# 23 and 24): nothing registered, each rank's 12 workers, one copy stream a
-# rank; and the copies of 8 processes, the GPU's own ceiling for together;
-# and each rank of 8 alone with nothing registered (all staged).
-TAG=s25a; DEADLINE=${DEADLINE:-510}
+# Session 25's plan for the next call (~9 min on an H200):
+# - the code not yet run on a GPU (the open on started workers only, the
+#   serial open's stop at the first failing file), through every GPU test;
+# - what the host is: cores, NUMA nodes, which node the GPU and the
+#   checkpoint's cached pages sit on (bench/page_nodes.py);
+# - issue 11's table twice;
+# - what lets ranks 0 and 7 of 8 end 30-50 ms before the other six in
+#   "together" (sessions 23 and 24): the copies of 8 processes (the GPU's
+#   own ceiling for together), then together with nothing registered, with
+#   each rank's 12 workers, with one copy stream a rank and with a ring 8
+#   times deeper; and each rank of 8 alone with nothing registered.
+TAG=s25a; DEADLINE=${DEADLINE:-540}
 . bench/device_preamble.sh
 D=/var/tmp/wl_llama2-7b
 tp_setup build-main $D
@@ -28,5 +30,8 @@ tp_round t8_off 30 build-main $D --sizes 8 --modes together --option host_regist
 tp_round a8_off 40 build-main $D --sizes 8 --modes alone --option host_register=off
 tp_round t8_lws 30 build-main $D --sizes 8 --modes together --no-local-world-size
 tp_round t8_cs1 30 build-main $D --sizes 8 --modes together --option copy_streams=1
+# Each rank's ring 8x deeper (128 MiB of a 1 GiB budget shared by 8):
+# more of a rank's copies queued when its context gets the copy engine.
+tp_round t8_ring 30 build-main $D --sizes 8 --modes together --option staging_bytes=1073741824
 log end; pack
 cat $OUT/summary.txt
