@@ -80,7 +80,10 @@ struct ShardedTensors {
   std::vector<TensorShard> shards;  // one per tensor, in the given order
   uint64_t split_bytes = 0;         // this rank's bytes of split tensors
   uint64_t replicated_bytes = 0;    // bytes of tensors every rank loads
-  // One line per plan pattern that matched no tensor (not an error).
+  // Not errors: one line per plan pattern that matched no tensor (or only
+  // tensors an earlier pattern took), and one when TP splits nothing at
+  // all (an empty plan, or one that matches no weight): every rank then
+  // loads the whole checkpoint.
   std::vector<std::string> warnings;
 };
 

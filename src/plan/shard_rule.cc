@@ -1,5 +1,6 @@
 // The tensor-parallel shard rule (include/weightlift/tensor_parallel.h):
 // pure arithmetic over tensor shapes, no I/O.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -209,6 +210,22 @@ StatusOr<ShardedTensors> ShardTensors(std::span<const TensorInfo> tensors,
         (matches_any ? "is never used: an earlier pattern matches first for "
                        "every tensor it matches"
                      : "matches no tensor of the checkpoint"));
+  }
+  // Sharded, yet nothing split: each rank loads (and holds) every byte,
+  // which is what a forgotten plan does, so the report says so.
+  const bool splits_any =
+      std::any_of(out.shards.begin(), out.shards.end(),
+                  [](const TensorShard& s) { return s.is_split(); });
+  if (tp.size > 1 && !tensors.empty() && !splits_any) {
+    out.warnings.push_back(
+        std::string(tp.plan.empty() ? "tp_plan is empty"
+                                    : "tp_plan splits no tensor") +
+        ": every tensor is replicated, so each of the " +
+        std::to_string(tp.size) + " ranks loads the whole checkpoint (" +
+        std::to_string(out.replicated_bytes) +
+        " bytes); give patterns that split its large weights (colwise, "
+        "rowwise; in Python, tp_plan=\"auto\" takes the transformers "
+        "model's own plan)");
   }
   return out;
 }

@@ -210,6 +210,37 @@ TEST(ShardTensors, UnmatchedNamesReplicateAndUnusedPatternsWarn) {
             std::string::npos);
 }
 
+TEST(ShardTensors, APlanThatSplitsNothingWarnsThatEveryRankLoadsItAll) {
+  std::vector<TensorInfo> ts = {Tensor("a.q_proj.weight", {8, 4}),
+                                Tensor("a.norm.weight", {4})};
+  const uint64_t all = (8 * 4 + 4) * 2u;
+  auto empty = ShardTensors(ts, Tp(1, 4, {}));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->replicated_bytes, all);
+  ASSERT_EQ(empty->warnings.size(), 1u);
+  EXPECT_NE(empty->warnings[0].find("tp_plan is empty: every tensor is "
+                                    "replicated, so each of the 4 ranks "
+                                    "loads the whole checkpoint (" +
+                                    std::to_string(all) + " bytes)"),
+            std::string::npos)
+      << empty->warnings[0];
+
+  // Only a 1-D tensor under rowwise: still nothing split.
+  auto none = ShardTensors(ts, Tp(0, 2, {{"*.norm.*", ShardStyle::kRowwise}}));
+  ASSERT_TRUE(none.ok());
+  ASSERT_EQ(none->warnings.size(), 1u);
+  EXPECT_NE(none->warnings[0].find("tp_plan splits no tensor"),
+            std::string::npos)
+      << none->warnings[0];
+
+  // A group of one, an empty checkpoint, or a plan that splits something:
+  // nothing to say.
+  EXPECT_TRUE(ShardTensors(ts, Tp(0, 1, {}))->warnings.empty());
+  EXPECT_TRUE(ShardTensors({}, Tp(0, 4, {}))->warnings.empty());
+  EXPECT_TRUE(ShardTensors(ts, Tp(3, 4, {{"*.q_proj.*", ShardStyle::kColwise}}))
+                  ->warnings.empty());
+}
+
 TEST(ShardRequests, SplitTensorsBecomeSlicesReplicatedOnesWhole) {
   std::vector<TensorInfo> ts = {Tensor("q", {10, 4}), Tensor("o", {4, 10}),
                                 Tensor("b", {10}), Tensor("n", {4})};

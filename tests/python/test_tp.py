@@ -428,6 +428,29 @@ def test_unmatched_pattern_is_a_warning_in_the_report(ckpt):
     assert got["model.layers.0.self_attn.q_proj.weight"].shape[0] == HIDDEN // 2
 
 
+def test_no_plan_gives_every_rank_whole_tensors_and_says_so(ckpt, tmp_path):
+    """tp_size without a plan splits nothing (an unmatched name is
+    replicated): each rank loads the whole checkpoint, and the report and
+    the command line warn that this is what happened."""
+    got = weightlift.load_checkpoint(ckpt, tp_rank=1, tp_size=2)
+    full = _full(ckpt)
+    assert got.keys() == full.keys()
+    for k in full:
+        assert torch.equal(got[k], full[k]), k
+    total = sum(t.numel() * t.element_size() for t in full.values())
+    want = (f"tp: warning: tp_plan is empty: every tensor is replicated, so "
+            f"each of the 2 ranks loads the whole checkpoint ({total} bytes)")
+    assert any(n.startswith(want) for n in got.report.notes), \
+        got.report.notes
+    proc = subprocess.run([_cli(), "load", ckpt, "--tp-size", "2",
+                           "--tp-rank", "0", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["bytes"] == total
+    assert f"warning: {want[len('tp: warning: '):]}" in out["tp"], out["tp"]
+
+
 def test_auto_plan_maps_transformers_words():
     notes = []
     plan = _tp.plan_from_transformers(
