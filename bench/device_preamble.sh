@@ -17,6 +17,9 @@
 #                 page cache; run it in the background and wait for it
 #   gpu_tests BUILD SECONDS [GTEST_FLAGS...]   BUILD's GPU test binary,
 #                 logged to gpu_tests.log and summed up in the summary
+#   gpu_pytest BUILD NAME SECONDS PYTEST_ARGS...   the Python tests with
+#                 BUILD's module (those that need a GPU run here only),
+#                 logged to NAME.log; the outcome and failures in the summary
 #   tp_round NAME SECONDS BUILD DIR [TP_BENCH_ARGS...]   one tp_bench.py
 #                 --prepared --spawn run on cuda:0, its JSON and log as NAME
 #   tp_setup BUILD DIR   what a tp_round needs first: this tree built in
@@ -54,6 +57,15 @@ gpu_tests() {
   fits "$secs" || return
   timeout "$secs" "$build/tests/gpu/gpu_tests" "$@" > "$OUT/gpu_tests.log" 2>&1
   log "gpu_tests rc $? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tests.log" | tr '\n' ' ')"
+  pack
+}
+gpu_pytest() {
+  local build=$1 name=$2 secs=$3
+  shift 3
+  fits "$secs" || return
+  PYTHONPATH=$build/python timeout "$secs" python3 -m pytest -q -p no:cacheprovider -rs "$@" > "$OUT/$name.log" 2>&1
+  log "$name rc $? $(tail -1 "$OUT/$name.log")"
+  grep -E "^FAILED|^ERROR|^E " "$OUT/$name.log" | head -20 >> "$OUT/summary.txt"
   pack
 }
 tp_round() {

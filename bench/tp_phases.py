@@ -124,9 +124,14 @@ def main():
                           _native.tp_requests(ckpt, req.rank, req.size,
                                               req.plan))
         d = time.perf_counter()
-        base = (_load_torch._block(info["device_bytes"],
-                                   torch.device(args.device))
-                if into_block else None)
+        base = None
+        if into_block:  # as load_checkpoint: prepare's block, if it took one
+            where = torch.device(args.device)
+            base = _core.take_tp_block(ckpt, (req.rank, req.size,
+                                              tuple(req.plan)),
+                                       info["device_bytes"], where)
+            if base is None:
+                base = _load_torch._block(info["device_bytes"], where)
         e = time.perf_counter()
         with _core.pooled_loader(dict(opts, device=args.device)) as loader:
             f = time.perf_counter()

@@ -124,7 +124,14 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     pages would be more than 1.5 times its bytes (a row-parallel part, whose
     pages are its tensor's whole rows) is left to staging, and the load's
     report says how much was; ``host_register="on"`` registers every part,
-    ``"off"`` none.
+    ``"off"`` none. On a CUDA device prepare also takes the rank's device
+    memory now (one block from torch's caching allocator, which the load's
+    tensors are views of, as always): a fresh process's first block is a
+    cudaMalloc of up to a few GB, no longer on the load's clock. Torch
+    counts it as allocated from here. The load it was made for takes it;
+    a load of another rank or device leaves it, as it leaves the pages; the
+    next ``prepare(checkpoint=)`` or ``release_cached_loaders()`` lets it
+    go.
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an

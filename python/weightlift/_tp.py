@@ -21,7 +21,8 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core, _dtypes, _errors, _load_torch, _native, _options
-from ._errors import InvalidArgumentError, NotFoundError, UnsupportedError
+from ._errors import (InvalidArgumentError, NotFoundError,
+                      UnsupportedDtypeError, UnsupportedError)
 # What slice mode shares with group mode (_group) lives in a leaf module, so
 # that _tp imports _group and neither imports the other back. _tp imports
 # _group only when a process group is given: a slice load's first call does
@@ -110,7 +111,8 @@ def prepare_rank(path: Any, options: Dict[str, Any],
     if ckpt is None:  # not kept (a remote checkpoint): nothing to keep for
         return
     made = _native.tp_requests(ckpt, req.rank, req.size, req.plan)
-    _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made)
+    _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made,
+                          _rank_block(made[1], device))
     threshold = load_options.get("resident_threshold")
     threshold = -1.0 if threshold is None else float(threshold)
     if str(load_options.get("backend", "auto")).lower() == "auto":
@@ -126,6 +128,24 @@ def prepare_rank(path: Any, options: Dict[str, Any],
                                    host_register == "on")
         except UnsupportedError:
             pass  # a device that cannot: the load stages, and says why
+
+
+def _rank_block(info: dict, device: str):
+    """The device memory a CUDA load of the rank will land in (INFO:
+    tp_requests' info), taken now from torch's caching allocator so that
+    the load does not take it on its clock; None where that load takes none
+    (not CUDA, nothing to load), or cannot: a dtype torch does not hold, or
+    not enough memory now (the load raises either, or finds the memory
+    later)."""
+    if not _load_torch.applies(device, False) or not info["device_bytes"]:
+        return None
+    import torch
+
+    try:
+        _load_torch.check_dtypes(info["layout"])
+        return _load_torch._block(info["device_bytes"], torch.device(device))
+    except (UnsupportedDtypeError, torch.cuda.OutOfMemoryError):
+        return None
 
 
 def normalize_plan(plan: Any, path: Any, notes: List[str]
@@ -411,15 +431,23 @@ def _load_sliced_into_block(path: Any, device: str, req: TpRequest,
 
     def prepare(ckpt):
         # The shard rule stays in C++; a bad rank, size or word raises here,
-        # an unsupported dtype before the block is taken.
+        # an unsupported dtype before the block is taken. prepare(tp_*) may
+        # have taken the block already (_rank_block).
         requests, info = rank_requests(ckpt, req)
         _load_torch.check_dtypes(info["layout"])
-        return requests, info, _load_torch._block(info["device_bytes"],
-                                                  torch.device(device))
+        where = torch.device(device)
+        kept = _core.take_tp_block(ckpt, (req.rank, req.size,
+                                          tuple(req.plan)),
+                                   info["device_bytes"], where)
+        if kept is not None:
+            return requests, info, kept, "device memory (the block prepare took)"
+        return (requests, info, _load_torch._block(info["device_bytes"],
+                                                   where),
+                "device memory from torch's caching allocator")
 
     ckpt, open_s, prepared = _load_torch.open_beside_loader(
         path, loader_options, prepare)
-    requests, info, base = prepared.value
+    requests, info, base, memory = prepared.value
     prepared.value = None  # the views and the job hold the block from here
     notes = tp_notes(req, info, req.rank, req.size)
     total = info["bytes"]
@@ -442,8 +470,8 @@ def _load_sliced_into_block(path: Any, device: str, req: TpRequest,
             report.device_bytes = info["device_bytes"]
             report.notes.append(
                 f"python: checkpoint open {open_s * 1e3:.1f} ms (beyond the "
-                f"loader's setup), shard rule + layout + device memory from "
-                f"torch's caching allocator {prepared.seconds * 1e3:.1f} ms"
+                f"loader's setup), shard rule + layout + {memory} "
+                f"{prepared.seconds * 1e3:.1f} ms"
                 f"{prepared.note()}, {len(out)} tensor views "
                 f"{views_s * 1e3:.1f} ms while the loader ran")
             reports = [report]

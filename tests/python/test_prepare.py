@@ -243,8 +243,9 @@ def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
     weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
                        tp_plan=plan)
     ckpt = _core._prepared_checkpoint[1]
-    key, made = _core._prepared_tp
+    key, made, block = _core._prepared_tp
     assert key == (1, 2, (("w.0", "colwise"), ("w.1", "rowwise")))
+    assert block is None  # no device memory to take ahead on a CPU
     from weightlift import _tp
     req = _tp.take_tp(dict(tp_rank=1, tp_size=2, tp_plan=plan), path)
     assert _tp.rank_requests(ckpt, req) is made
@@ -270,6 +271,38 @@ def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
     assert _core._prepared_tp is None
     weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
                        tp_plan=plan)
+    weightlift.release_cached_loaders()
+    assert _core._prepared_tp is None
+
+
+def test_a_kept_block_goes_once_to_the_load_it_was_made_for(tmp_path):
+    """The device block prepare keeps beside a rank's request is handed to
+    the load of that rank, size, plan, byte count and device, once (its
+    tensors are views of it); a load of anything else leaves it; the next
+    prepare(checkpoint=) lets it go. (A CPU tensor stands in for the CUDA
+    block here: the hand-over is the same; test_tp runs it on a GPU.)"""
+    path = str(tmp_path / "tp.safetensors")
+    safetensors.torch.save_file({"w": torch.ones(4, 4)}, path)
+    weightlift.prepare("cpu", checkpoint=path, tp_rank=0, tp_size=2,
+                       tp_plan={"w": "colwise"})
+    ckpt = _core._prepared_checkpoint[1]
+    key, made, _ = _core._prepared_tp
+    block = torch.empty(96, dtype=torch.uint8)
+    _core.keep_tp_request(ckpt, key, made, block)
+    cpu = torch.device("cpu")
+    other_key = (1,) + key[1:]
+    assert _core.take_tp_block(ckpt, other_key, 96, cpu) is None
+    assert _core.take_tp_block(ckpt, key, 95, cpu) is None
+    assert _core.take_tp_block(ckpt, key, 96, torch.device("meta")) is None
+    assert _core._prepared_tp[2] is block  # left for its own load
+    assert _core.take_tp_block(ckpt, key, 96, cpu) is block
+    assert _core.take_tp_block(ckpt, key, 96, cpu) is None  # once
+    # Any later prepare(checkpoint=) lets the block go (the request made
+    # for the same, unchanged checkpoint stays).
+    _core.keep_tp_request(ckpt, key, made, block)
+    weightlift.prepare("cpu", checkpoint=path)
+    assert _core._prepared_tp[1] is made and _core._prepared_tp[2] is None
+    _core.keep_tp_request(ckpt, key, made, block)
     weightlift.release_cached_loaders()
     assert _core._prepared_tp is None
 

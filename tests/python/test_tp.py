@@ -237,6 +237,41 @@ def test_a_prepared_rank_of_8_stages_its_row_parts_beside_registered_pages(
     weightlift.release_cached_loaders()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_a_prepared_rank_on_cuda_loads_into_the_block_prepare_took(ckpt):
+    """prepare(cuda:0, checkpoint=, tp_*) takes the rank's device block
+    ahead (torch counts it from then on); a load of another rank leaves it;
+    the rank's own load lands in it, bit-exact, and says so; the block is
+    handed over once."""
+    from tp_reference import TEST_PLAN, split_reference
+    full = _full(ckpt)
+    kw = dict(tp_rank=1, tp_size=4, tp_plan=TEST_PLAN)
+    torch.cuda.synchronize(0)
+    before = torch.cuda.memory_allocated(0)
+    weightlift.prepare("cuda:0", checkpoint=ckpt, **kw)
+    block = weightlift._core._prepared_tp[2]
+    assert block is not None and block.device == torch.device("cuda:0")
+    assert torch.cuda.memory_allocated(0) - before >= block.numel()
+    other = weightlift.load_checkpoint(ckpt, device="cuda:0", tp_rank=2,
+                                       tp_size=4, tp_plan=TEST_PLAN)
+    _check_parts(other, split_reference(full, TEST_PLAN, 2, 4))
+    assert weightlift._core._prepared_tp[2] is block  # left for rank 1's load
+    start, end = block.data_ptr(), block.data_ptr() + block.numel()
+    del block
+    got = weightlift.load_checkpoint(ckpt, device="cuda:0", **kw)
+    _check_parts(got, split_reference(full, TEST_PLAN, 1, 4))
+    assert all(start <= t.data_ptr() < end for t in got.values()
+               if t.numel()), "the rank's tensors are not in prepare's block"
+    assert weightlift._core._prepared_tp[2] is None
+    assert any("device memory (the block prepare took)" in n
+               for n in got.report.notes), got.report.notes
+    again = weightlift.load_checkpoint(ckpt, device="cuda:0", **kw)
+    _check_parts(again, split_reference(full, TEST_PLAN, 1, 4))
+    assert not any(start <= t.data_ptr() < end for t in again.values()
+                   if t.numel())
+    weightlift.release_cached_loaders()
+
+
 def test_slice_mode_llama_rank_reads_under_0_4_of_the_file(ckpt):
     from tp_reference import TEST_PLAN
     total = _file_bytes(ckpt)

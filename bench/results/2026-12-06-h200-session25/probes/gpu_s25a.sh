@@ -1,6 +1,8 @@
-# Session 25's plan for the next call (~9 min on an H200):
-# - the code not yet run on a GPU (the open on started workers only, the
-#   serial open's stop at the first failing file), through every GPU test;
+# Session 25's plan for the next call (~9.5 min on an H200):
+# - the code not yet run on a GPU, through every GPU test and the Python
+#   tests that need one: the open on started workers only, the serial
+#   open's stop at the first failing file (session 24), and the device
+#   block prepare takes for a rank's load (session 25);
 # - what the host is: cores, NUMA nodes, which node the GPU and the
 #   checkpoint's cached pages sit on (bench/page_nodes.py);
 # - issue 11's table twice;
@@ -9,7 +11,7 @@
 #   own ceiling for together), then together with nothing registered, with
 #   each rank's 12 workers, with one copy stream a rank and with a ring 8
 #   times deeper; and each rank of 8 alone with nothing registered.
-TAG=s25a; DEADLINE=${DEADLINE:-540}
+TAG=s25a; DEADLINE=${DEADLINE:-570}
 . bench/device_preamble.sh
 D=/var/tmp/wl_llama2-7b
 tp_setup build-main $D
@@ -24,6 +26,9 @@ gpu_tests build-main 90 --gtest_brief=1
 } > $OUT/host.txt 2>&1
 log "host: $(grep -E '^NUMA node\(s\)' $OUT/host.txt | tr -s ' ') $(grep -E '^page nodes' $OUT/host.txt | tr '\n' ' ')"
 tp_round tp1 130 build-main $D --sizes 2,4,8 --modes alone,together,peers
+# The tests that need a GPU after the first table, which checks every rank
+# bit-exact too: the table is what issue 11 waits for.
+gpu_pytest build-main pytest_cuda 120 tests/python/test_tp.py tests/python/test_prepare.py tests/python/test_cuda.py
 tp_round tp2 110 build-main $D --sizes 2,4,8 --modes alone,together
 tp_round t8_copies 25 build-main $D --sizes 8 --modes copies
 tp_round t8_off 30 build-main $D --sizes 8 --modes together --option host_register=off
