@@ -48,6 +48,8 @@ _prepared_checkpoint: Optional[tuple] = None
 # in session 24, up to 2.1 ms on the H200 in session 11); the load it was
 # made for takes it (take_tp_block). None otherwise.
 _prepared_tp: Optional[list] = None
+# Hands the block over once when two threads load at the same time.
+_block_lock = threading.Lock()
 
 
 def _identities(path: str, ckpt: "_native.Checkpoint") -> Optional[tuple]:
@@ -115,11 +117,12 @@ def take_tp_block(ckpt: "_native.Checkpoint", key: tuple, nbytes: int,
     entry = _prepared_checkpoint
     if tp is None or entry is None or entry[1] is not ckpt:
         return None
-    block = tp[2]
-    if (block is None or tp[0] != key or block.numel() != nbytes
-            or block.device != device):
-        return None
-    tp[2] = None
+    with _block_lock:
+        block = tp[2]
+        if (block is None or tp[0] != key or block.numel() != nbytes
+                or block.device != device):
+            return None
+        tp[2] = None
     return block
 
 
@@ -226,12 +229,14 @@ def _forget_after_fork() -> None:
     refuses to load here (util/fork_epoch.h) rather than wait forever for
     those threads. They are set aside, never freed (freeing a CUDA loader
     would call into a CUDA context the child cannot use), and the child's
-    loads make their own loaders. The pool's lock is new: another thread of
-    the parent may have held it when the process forked."""
-    global _pool_lock, _idle, _prepared_checkpoint, _prepared_tp
+    loads make their own loaders. The pool's and the block's locks are
+    new: another thread of the parent may have held one when the process
+    forked."""
+    global _pool_lock, _block_lock, _idle, _prepared_checkpoint, _prepared_tp
     _inherited.append((_idle, _prepared_checkpoint, _prepared_tp))
     _idle = {}
     _pool_lock = threading.Lock()
+    _block_lock = threading.Lock()
     _prepared_checkpoint = _prepared_tp = None
 
 
