@@ -440,7 +440,8 @@ def _load_sliced_into_block(path: Any, device: str, req: TpRequest,
                                           tuple(req.plan)),
                                    info["device_bytes"], where)
         if kept is not None:
-            return requests, info, kept, "device memory (the block prepare took)"
+            return (requests, info, kept,
+                    "device memory (the block prepare took)")
         return (requests, info, _load_torch._block(info["device_bytes"],
                                                    where),
                 "device memory from torch's caching allocator")
