@@ -307,6 +307,54 @@ def test_a_kept_block_goes_once_to_the_load_it_was_made_for(tmp_path):
     assert _core._prepared_tp is None
 
 
+def test_a_prepared_rank_lands_in_the_block_prepare_took(tmp_path,
+                                                         monkeypatch):
+    """The CUDA path's hand-over, run on the host: with the one-block path
+    switched on for cpu (_load_torch.applies; the loader's LoadSlicesInto
+    serves host memory as it does device memory), prepare takes the rank's
+    block, a load of another rank leaves it, and the rank's own load lands
+    in it, bit-exact, its note saying so; a second load takes a new one."""
+    from weightlift import _load_torch
+    monkeypatch.setattr(_load_torch, "applies",
+                        lambda dev, numpy: not numpy)
+    g = torch.Generator().manual_seed(5)
+    want = {"w.0": torch.randn(16, 6, generator=g),
+            "w.1": torch.randn(6, 16, generator=g),
+            "bias": torch.randn(6, generator=g)}
+    path = str(tmp_path / "tp.safetensors")
+    safetensors.torch.save_file(want, path)
+    plan = {"w.0": "colwise", "w.1": "rowwise"}
+    kw = dict(tp_rank=1, tp_size=4, tp_plan=plan)
+
+    def check(sd, r):
+        assert torch.equal(sd["w.0"],
+                           torch.tensor_split(want["w.0"], 4, 0)[r])
+        assert torch.equal(sd["w.1"],
+                           torch.tensor_split(want["w.1"], 4, -1)[r])
+        assert torch.equal(sd["bias"], want["bias"])
+
+    weightlift.prepare("cpu", checkpoint=path, **kw)
+    block = _core._prepared_tp[2]
+    assert block is not None and block.device.type == "cpu"
+    other = weightlift.load_checkpoint(path, device="cpu", tp_rank=2,
+                                       tp_size=4, tp_plan=plan)
+    check(other, 2)
+    assert _core._prepared_tp[2] is block
+    start, end = block.data_ptr(), block.data_ptr() + block.numel()
+    del block
+    got = weightlift.load_checkpoint(path, device="cpu", **kw)
+    check(got, 1)
+    assert all(start <= t.data_ptr() < end for t in got.values())
+    assert _core._prepared_tp[2] is None
+    assert any("device memory (the block prepare took)" in n
+               for n in got.report.notes), got.report.notes
+    again = weightlift.load_checkpoint(path, device="cpu", **kw)
+    check(again, 1)
+    assert not any(start <= t.data_ptr() < end for t in again.values())
+    assert any("device memory from torch's caching allocator" in n
+               for n in again.report.notes), again.report.notes
+
+
 def test_a_prepared_rank_has_its_row_pages_filled_ahead(tmp_path):
     """prepare(checkpoint=, tp_*) starts filling the page tables of the
     rank's row runs (its row-parallel parts' short runs, which the load
