@@ -228,18 +228,24 @@ def test_preparing_a_missing_checkpoint_raises_as_the_load_does(tmp_path):
     assert _core._prepared_checkpoint is None
 
 
+def _tp_checkpoint(tmp_path, rows, seed):
+    """(path, tensors, plan): a column-parallel weight of ROWS x 6, a
+    row-parallel one of 6 x ROWS and a bias, and the plan that says so."""
+    g = torch.Generator().manual_seed(seed)
+    want = {"w.0": torch.randn(rows, 6, generator=g),
+            "w.1": torch.randn(6, rows, generator=g),
+            "bias": torch.randn(6, generator=g)}
+    path = str(tmp_path / "tp.safetensors")
+    safetensors.torch.save_file(want, path)
+    return path, want, {"w.0": "colwise", "w.1": "rowwise"}
+
+
 def test_a_prepared_rank_takes_its_request_made_ahead(tmp_path):
     """prepare(checkpoint=, tp_rank=, tp_size=, tp_plan=) makes the rank's
     request (the C++ shard rule over the kept checkpoint) ahead; the load
     with the same arguments takes it and delivers tensor_split's part; other
     arguments make their own."""
-    g = torch.Generator().manual_seed(3)
-    want = {"w.0": torch.randn(8, 6, generator=g),
-            "w.1": torch.randn(6, 8, generator=g),
-            "bias": torch.randn(6, generator=g)}
-    path = str(tmp_path / "tp.safetensors")
-    safetensors.torch.save_file(want, path)
-    plan = {"w.0": "colwise", "w.1": "rowwise"}
+    path, want, plan = _tp_checkpoint(tmp_path, 8, seed=3)
     weightlift.prepare("cpu", checkpoint=path, tp_rank=1, tp_size=2,
                        tp_plan=plan)
     ckpt = _core._prepared_checkpoint[1]
@@ -317,13 +323,7 @@ def test_a_prepared_rank_lands_in_the_block_prepare_took(tmp_path,
     from weightlift import _load_torch
     monkeypatch.setattr(_load_torch, "applies",
                         lambda dev, numpy: not numpy)
-    g = torch.Generator().manual_seed(5)
-    want = {"w.0": torch.randn(16, 6, generator=g),
-            "w.1": torch.randn(6, 16, generator=g),
-            "bias": torch.randn(6, generator=g)}
-    path = str(tmp_path / "tp.safetensors")
-    safetensors.torch.save_file(want, path)
-    plan = {"w.0": "colwise", "w.1": "rowwise"}
+    path, want, plan = _tp_checkpoint(tmp_path, 16, seed=5)
     kw = dict(tp_rank=1, tp_size=4, tp_plan=plan)
 
     def check(sd, r):
