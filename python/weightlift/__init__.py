@@ -129,9 +129,10 @@ def prepare(device: Any, checkpoint: Any = None, **options) -> float:
     tensors are views of, as always): a fresh process's first block is a
     cudaMalloc of up to a few GB, no longer on the load's clock. Torch
     counts it as allocated from here. The load it was made for takes it;
-    a load of another rank or device leaves it, as it leaves the pages; the
-    next ``prepare(checkpoint=)`` or ``release_cached_loaders()`` lets it
-    go.
+    a load of another rank or device leaves it, as it leaves the pages;
+    ``iter_tensors`` and ``stream_tensors`` of that rank (which load into
+    memory of their own), the next ``prepare(checkpoint=)`` and
+    ``release_cached_loaders()`` let it go.
 
     Returns the setup this call takes off the loader's first load: the
     seconds of its creation, or 0.0 when a load already paid for it or an

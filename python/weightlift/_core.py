@@ -126,6 +126,19 @@ def take_tp_block(ckpt: "_native.Checkpoint", key: tuple, nbytes: int,
     return block
 
 
+def drop_tp_block(ckpt: "_native.Checkpoint", key: tuple) -> None:
+    """Lets go of the device block prepare took for KEY's load of CKPT:
+    that rank is loading it in batches (iter_tensors, stream_tensors),
+    into memory of their own, so the block would only hold a rank's share
+    of the model's memory to no end."""
+    tp = _prepared_tp
+    entry = _prepared_checkpoint
+    if tp is None or entry is None or entry[1] is not ckpt or tp[0] != key:
+        return
+    with _block_lock:
+        tp[2] = None
+
+
 def kept_tp_request(ckpt: "_native.Checkpoint", key: tuple
                     ) -> Optional[tuple]:
     """The (requests, info) keep_tp_request kept for KEY of CKPT, or None."""

@@ -555,6 +555,9 @@ class TpIterator:
     def _sliced(self, path, device, req, options):
         t0 = time.perf_counter()
         ckpt = _core.open_checkpoint(path)
+        # Batches land in memory of their own: a block prepare took for
+        # this rank's load would only be held.
+        _core.drop_tp_block(ckpt, (req.rank, req.size, tuple(req.plan)))
         parts, info = shards(ckpt.tensors(), req.rank, req.size, req.plan)
         notes = tp_notes(req, info, req.rank, req.size)
         batches: List[List[int]] = []

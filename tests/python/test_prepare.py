@@ -319,7 +319,8 @@ def test_a_prepared_rank_lands_in_the_block_prepare_took(tmp_path,
     switched on for cpu (_load_torch.applies; the loader's LoadSlicesInto
     serves host memory as it does device memory), prepare takes the rank's
     block, a load of another rank leaves it, and the rank's own load lands
-    in it, bit-exact, its note saying so; a second load takes a new one."""
+    in it, bit-exact, its note saying so; a second load takes a new one;
+    iter_tensors and stream_tensors of the rank let it go."""
     from weightlift import _load_torch
     monkeypatch.setattr(_load_torch, "applies",
                         lambda dev, numpy: not numpy)
@@ -353,6 +354,13 @@ def test_a_prepared_rank_lands_in_the_block_prepare_took(tmp_path,
     assert not any(start <= t.data_ptr() < end for t in again.values())
     assert any("device memory from torch's caching allocator" in n
                for n in again.report.notes), again.report.notes
+    # The same rank loaded in batches, into memory of their own: the block
+    # prepare took is let go rather than held beside them.
+    for load in (weightlift.iter_tensors, weightlift.stream_tensors):
+        weightlift.prepare("cpu", checkpoint=path, **kw)
+        assert _core._prepared_tp[2] is not None
+        check(dict(load(path, device="cpu", **kw)), 1)
+        assert _core._prepared_tp[2] is None, load.__name__
 
 
 def test_a_prepared_rank_has_its_row_pages_filled_ahead(tmp_path):
