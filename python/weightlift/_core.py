@@ -282,7 +282,9 @@ def check_options(options: Dict[str, Any], take_setup: bool = False) -> float:
 
 def release_cached_loaders() -> None:
     """Frees the staging memory of every idle cached loader, and lets go of
-    the checkpoint prepare(checkpoint=) kept open."""
+    the checkpoint prepare(checkpoint=) kept open, with what it prepared
+    for a rank's load: its request, its registered pages and its device
+    block."""
     global _prepared_checkpoint, _prepared_tp
     _prepared_checkpoint = _prepared_tp = None
     with _pool_lock:
