@@ -127,9 +127,8 @@ def main():
         base = None
         if into_block:  # as load_checkpoint: prepare's block, if it took one
             where = torch.device(args.device)
-            base = _core.take_tp_block(ckpt, (req.rank, req.size,
-                                              tuple(req.plan)),
-                                       info["device_bytes"], where)
+            base = _core.take_tp_block(ckpt, req.key(), info["device_bytes"],
+                                       where)
             if base is None:
                 base = _load_torch._block(info["device_bytes"], where)
         e = time.perf_counter()

@@ -79,7 +79,8 @@ def prepare_checkpoint(path: Any) -> None:
     if _prepared_tp is not None:
         # An earlier prepare's device block is let go, whatever this one
         # prepares: a block is made for the load that follows its prepare.
-        _prepared_tp[2] = None
+        with _block_lock:
+            _prepared_tp[2] = None
     path = os.fspath(path)
     if isinstance(path, bytes) or "://" in path:
         return
@@ -105,6 +106,15 @@ def keep_tp_request(ckpt: "_native.Checkpoint", key: tuple,
         _prepared_tp = [key, made, block]
 
 
+def _kept_tp(ckpt: "_native.Checkpoint", key: tuple) -> Optional[list]:
+    """The [key, (requests, info), block] prepare kept for KEY of CKPT (the
+    checkpoint it kept), or None."""
+    entry, tp = _prepared_checkpoint, _prepared_tp
+    if entry is None or entry[1] is not ckpt or tp is None or tp[0] != key:
+        return None
+    return tp
+
+
 def take_tp_block(ckpt: "_native.Checkpoint", key: tuple, nbytes: int,
                   device: Any) -> Any:
     """The device block prepare took for KEY's load of CKPT, when it is
@@ -113,14 +123,12 @@ def take_tp_block(ckpt: "_native.Checkpoint", key: tuple, nbytes: int,
     rank or device leaves it for the load it was made for, as it leaves
     the pages prepare registered; the next prepare(checkpoint=) and
     release_cached_loaders() let it go."""
-    tp = _prepared_tp
-    entry = _prepared_checkpoint
-    if tp is None or entry is None or entry[1] is not ckpt:
+    tp = _kept_tp(ckpt, key)
+    if tp is None:
         return None
     with _block_lock:
         block = tp[2]
-        if (block is None or tp[0] != key or block.numel() != nbytes
-                or block.device != device):
+        if block is None or block.numel() != nbytes or block.device != device:
             return None
         tp[2] = None
     return block
@@ -131,21 +139,17 @@ def drop_tp_block(ckpt: "_native.Checkpoint", key: tuple) -> None:
     that rank is loading it in batches (iter_tensors, stream_tensors),
     into memory of their own, so the block would only hold a rank's share
     of the model's memory to no end."""
-    tp = _prepared_tp
-    entry = _prepared_checkpoint
-    if tp is None or entry is None or entry[1] is not ckpt or tp[0] != key:
-        return
-    with _block_lock:
-        tp[2] = None
+    tp = _kept_tp(ckpt, key)
+    if tp is not None:
+        with _block_lock:
+            tp[2] = None
 
 
 def kept_tp_request(ckpt: "_native.Checkpoint", key: tuple
                     ) -> Optional[tuple]:
     """The (requests, info) keep_tp_request kept for KEY of CKPT, or None."""
-    entry, tp = _prepared_checkpoint, _prepared_tp
-    if entry is None or entry[1] is not ckpt or tp is None or tp[0] != key:
-        return None
-    return tp[1]
+    tp = _kept_tp(ckpt, key)
+    return None if tp is None else tp[1]
 
 
 def kept_checkpoint(path) -> Optional["_native.Checkpoint"]:

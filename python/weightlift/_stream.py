@@ -184,8 +184,8 @@ class TensorStream:
             parts, _ = _tp.shards(infos, tp_rank, tp_size, self._plan)
             # Windows land in memory of their own: a block prepare took for
             # this rank's load would only be held.
-            _core.drop_tp_block(self._ckpt,
-                                (tp_rank, tp_size, tuple(self._plan)))
+            _core.drop_tp_block(self._ckpt, _tp_common.rank_key(
+                tp_rank, tp_size, self._plan))
         # Parts through the native LoadSlices where this build has it, else
         # by positioned reads (weightlift._tp.read_part_into) when reached.
         self._slice_loads = bool(self._plan) and self._group is None and \

@@ -83,8 +83,7 @@ def rank_requests(ckpt, req: TpRequest):
     shard rule makes them (no Python object per tensor); a bad rank, size
     or word raises. Taken from prepare(checkpoint=, tp_*) when it made
     them for this checkpoint and these arguments."""
-    key = (req.rank, req.size, tuple(req.plan))
-    kept = _core.kept_tp_request(ckpt, key)
+    kept = _core.kept_tp_request(ckpt, req.key())
     if kept is not None:
         return kept
     return _native.tp_requests(ckpt, req.rank, req.size, req.plan)
@@ -111,7 +110,7 @@ def prepare_rank(path: Any, options: Dict[str, Any],
     if ckpt is None:  # not kept (a remote checkpoint): nothing to keep for
         return
     made = _native.tp_requests(ckpt, req.rank, req.size, req.plan)
-    _core.keep_tp_request(ckpt, (req.rank, req.size, tuple(req.plan)), made,
+    _core.keep_tp_request(ckpt, req.key(), made,
                           _rank_block(made[1], device))
     threshold = load_options.get("resident_threshold")
     threshold = -1.0 if threshold is None else float(threshold)
@@ -436,9 +435,8 @@ def _load_sliced_into_block(path: Any, device: str, req: TpRequest,
         requests, info = rank_requests(ckpt, req)
         _load_torch.check_dtypes(info["layout"])
         where = torch.device(device)
-        kept = _core.take_tp_block(ckpt, (req.rank, req.size,
-                                          tuple(req.plan)),
-                                   info["device_bytes"], where)
+        kept = _core.take_tp_block(ckpt, req.key(), info["device_bytes"],
+                                   where)
         if kept is not None:
             return (requests, info, kept,
                     "device memory (the block prepare took)")
@@ -557,7 +555,7 @@ class TpIterator:
         ckpt = _core.open_checkpoint(path)
         # Batches land in memory of their own: a block prepare took for
         # this rank's load would only be held.
-        _core.drop_tp_block(ckpt, (req.rank, req.size, tuple(req.plan)))
+        _core.drop_tp_block(ckpt, req.key())
         parts, info = shards(ckpt.tensors(), req.rank, req.size, req.plan)
         notes = tp_notes(req, info, req.rank, req.size)
         batches: List[List[int]] = []

@@ -35,6 +35,12 @@ def group_timeout_seconds(value: Any) -> float:
     return float(value)
 
 
+def rank_key(rank: int, size: int, plan: List[Tuple[str, str]]) -> tuple:
+    """(rank, size, plan) as prepare keeps a rank's request and device block
+    under it (_core.keep_tp_request) and its load looks them up."""
+    return (rank, size, tuple(plan))
+
+
 class TpRequest:
     """The TP keywords of one call (take_tp). A plain class, not a
     dataclass: building a dataclass costs ~1 ms at import, on the first TP
@@ -56,6 +62,10 @@ class TpRequest:
         # so the other ranks fail at once naming this one; then it is
         # raised here.
         self.error: Optional[BaseException] = None
+
+    def key(self) -> tuple:
+        """What prepare keeps this rank's request and block under."""
+        return rank_key(self.rank, self.size, self.plan)
 
     def __repr__(self) -> str:
         return (f"TpRequest(rank={self.rank!r}, size={self.size!r}, "
