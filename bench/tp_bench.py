@@ -237,6 +237,21 @@ def aggregate(results, n):
     return sum(x["bytes"] for x in results) / span / 1e9
 
 
+def check_options(pairs):
+    """Exits with the load's own message when an --option is malformed,
+    unknown or of the wrong type, before any rank starts: otherwise every
+    rank of every size fails alone, after the ceiling was measured (a
+    device run lost that way in session 26 to `staging_bytes=`)."""
+    from weightlift import _options
+    bad = [p for p in pairs if "=" not in p]
+    if bad:
+        sys.exit(f"tp_bench: --option takes NAME=VALUE, got {bad[0]!r}")
+    try:
+        _options.normalize(parse_options(pairs))
+    except (TypeError, ValueError) as e:
+        sys.exit(f"tp_bench: --option: {e}")
+
+
 def launch(args, method, n, ranks, tag, verify=False, env=None):
     """Starts one process per rank in RANKS (with ENV added to their
     environment), releases them together, and returns their results."""
@@ -341,6 +356,7 @@ def main(argv=None):
     import compileall
     import weightlift
     compileall.compile_dir(os.path.dirname(weightlift.__file__), quiet=1)
+    check_options(args.option)
 
     import torch
     file_bytes = sum(os.path.getsize(p) for p in files_of(args.ckpt))

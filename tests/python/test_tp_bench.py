@@ -181,3 +181,21 @@ def test_tp_phases_prepared_times_each_step(llama_dir):
     began = float(out.split("job thread began ")[1].split(" ms")[0])
     woke = float(out.split("load returned ")[1].split(" ms")[0])
     assert 0 <= began < 1000 and 0 <= woke < 1000, out
+
+
+def test_a_bad_option_stops_the_bench_before_any_rank(llama_dir, tmp_path):
+    for option, said in (("staging_bytes=1GiB", "unexpected keyword "
+                          "argument 'staging_bytes'"),
+                         ("staging", "NAME=VALUE"),
+                         ("staging=lots", "staging")):
+        out = tmp_path / "tp.json"
+        proc = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "bench", "tp_bench.py"),
+             "--ckpt", llama_dir, "--device", "cpu", "--json", str(out),
+             "--work", str(tmp_path / "work"), "--sizes", "2",
+             "--option", option],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0, option
+        assert said in proc.stderr, (option, proc.stderr)
+        assert "ceiling" not in proc.stdout, proc.stdout
+        assert not out.exists()
