@@ -126,11 +126,8 @@ def main():
         d = time.perf_counter()
         base = None
         if into_block:  # as load_checkpoint: prepare's block, if it took one
-            where = torch.device(args.device)
-            base = _core.take_tp_block(ckpt, req.key(), info["device_bytes"],
-                                       where)
-            if base is None:
-                base = _load_torch._block(info["device_bytes"], where)
+            base, _ = _tp.load_block(ckpt, req, info,
+                                     torch.device(args.device))
         e = time.perf_counter()
         with _core.pooled_loader(dict(opts, device=args.device)) as loader:
             f = time.perf_counter()

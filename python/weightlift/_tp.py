@@ -147,6 +147,17 @@ def _rank_block(info: dict, device: str):
         return None
 
 
+def load_block(ckpt, req: TpRequest, info: dict, where) -> tuple:
+    """(block, what it is) for a load of REQ's rank of CKPT on torch
+    device WHERE (INFO: tp_requests' info): the block prepare took for it
+    (handed over once), else a new one from torch's caching allocator."""
+    kept = _core.take_tp_block(ckpt, req.key(), info["device_bytes"], where)
+    if kept is not None:
+        return kept, "device memory (the block prepare took)"
+    return (_load_torch._block(info["device_bytes"], where),
+            "device memory from torch's caching allocator")
+
+
 def normalize_plan(plan: Any, path: Any, notes: List[str]
                    ) -> List[Tuple[str, str]]:
     """[(pattern, word)] in order from a dict, a list of pairs, a JSON file
@@ -434,15 +445,8 @@ def _load_sliced_into_block(path: Any, device: str, req: TpRequest,
         # have taken the block already (_rank_block).
         requests, info = rank_requests(ckpt, req)
         _load_torch.check_dtypes(info["layout"])
-        where = torch.device(device)
-        kept = _core.take_tp_block(ckpt, req.key(), info["device_bytes"],
-                                   where)
-        if kept is not None:
-            return (requests, info, kept,
-                    "device memory (the block prepare took)")
-        return (requests, info, _load_torch._block(info["device_bytes"],
-                                                   where),
-                "device memory from torch's caching allocator")
+        return (requests, info) + load_block(ckpt, req, info,
+                                             torch.device(device))
 
     ckpt, open_s, prepared = _load_torch.open_beside_loader(
         path, loader_options, prepare)
