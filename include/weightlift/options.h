@@ -83,6 +83,7 @@ struct LoadOptions {
   size_t direct_min_bytes = 1u << 20;  // tensors smaller than this are
                                        // read through the bounce buffer
   int copy_streams = 0;                // CUDA streams; 0: one per thread
+                                       // (one when local_world_size > 1)
   double resident_threshold = 0.9;     // auto: fraction of sampled pages in
                                        // the page cache to call a file warm
   // CUDA loads only (0 = the default tuned on the H200, see
@@ -111,8 +112,9 @@ struct LoadOptions {
   // that variable when it is not given). With threads = 0 the automatic
   // thread count divides the cores among them instead of every process
   // starting one thread per core; a CUDA loader's staging ring is its
-  // share of staging_bytes (at least 2 slots per thread). The report says
-  // so. 1: this process alone.
+  // share of staging_bytes (at least 2 slots per thread) and, with
+  // copy_streams = 0, it copies on one stream (ranks sharing a GPU then
+  // end together). The report says so. 1: this process alone.
   int local_world_size = 1;
 
   // InvalidArgument if a knob is out of range (names the knob and value).

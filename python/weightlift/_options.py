@@ -20,7 +20,8 @@ cuda_chunk           the CUDA staging slot alone; 0 = the tuned default
 staging              bytes of bounce / pinned staging in total
 queue_depth          io_uring reads in flight per thread
 direct_min_bytes     tensors smaller than this go through the bounce buffer
-copy_streams         CUDA streams; 0 = one per thread
+copy_streams         CUDA streams; 0 = one per thread, or one when
+                     local_world_size > 1
 resident_threshold   auto: fraction of sampled pages resident to call a
                      file warm
 zero_copy            cpu only, default False: tensors are views of a private
@@ -34,7 +35,8 @@ uring_register_min   loads and files from this size register their ring
 local_world_size     processes loading at once on this host (tensor-parallel
                      ranks sharing it): the automatic thread count divides
                      the cores among them, a CUDA staging ring is this
-                     process's share of staging; default: the
+                     process's share of staging and it copies on one
+                     stream (copy_streams=0); default: the
                      LOCAL_WORLD_SIZE environment variable (torchrun sets
                      it), else 1
 ===================  =======================================================

@@ -56,11 +56,12 @@ TEST(CudaConfig, CoLocatedRanksShareTheCoresWithANote) {
   auto c = ResolveCudaConfig(o, 16);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->threads, 2);
-  EXPECT_EQ(c->streams, 2);
+  // One copy stream: ranks sharing a GPU end together (session 26).
+  EXPECT_EQ(c->streams, 1);
   // The staging budget is shared too: 2 slots per thread, as one process.
   EXPECT_EQ(c->slots_per_thread, 2);
   EXPECT_EQ(c->ring_bytes(), 16ull << 20);  // 128 MiB / 8
-  ASSERT_EQ(c->notes.size(), 2u);
+  ASSERT_EQ(c->notes.size(), 3u);
   EXPECT_NE(c->notes[0].find("threads: 2, this process's share of 16 cores "
                              "shared by 8 processes"),
             std::string::npos)
@@ -69,18 +70,26 @@ TEST(CudaConfig, CoLocatedRanksShareTheCoresWithANote) {
                              "share of staging_bytes 128.00 MiB shared by 8"),
             std::string::npos)
       << c->notes[1];
-  o.threads = 6;  // asked for: no sharing of cores; a ring of 2 per thread
+  EXPECT_NE(c->notes[2].find("copy streams: 1, as 8 processes load on this "
+                             "host at once"),
+            std::string::npos)
+      << c->notes[2];
+  o.threads = 6;       // asked for: no sharing of cores; a ring of 2 per thread
+  o.copy_streams = 3;  // asked for: as many as asked
   c = ResolveCudaConfig(o, 16);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->threads, 6);
+  EXPECT_EQ(c->streams, 3);
   EXPECT_EQ(c->slots_per_thread, 2);
   ASSERT_EQ(c->notes.size(), 1u);
   EXPECT_EQ(c->notes[0].find("threads"), std::string::npos) << c->notes[0];
-  o.local_world_size = 1;  // alone: the whole budget
+  o.local_world_size = 1;  // alone: the whole budget, a stream per worker
   o.threads = 0;
+  o.copy_streams = 0;
   c = ResolveCudaConfig(o, 64);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->ring_bytes(), 128ull << 20);
+  EXPECT_EQ(c->streams, c->threads);
   EXPECT_TRUE(c->notes.empty());
 }
 

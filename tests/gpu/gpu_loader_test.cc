@@ -233,6 +233,35 @@ TEST_F(CudaLoaderTest, HostRegisterOnOffAutoAllBitExact) {
   }
 }
 
+// A rank told that 8 processes load on this host at once (torchrun's
+// LOCAL_WORLD_SIZE) copies on one stream, from registered pages and from
+// the staging ring alike, bit-exact, and its first report says so.
+TEST_F(CudaLoaderTest, CoLocatedRankCopiesOnOneStreamBitExact) {
+  std::string path = Write("colocated.safetensors", AllDTypeSpecs(), 5);
+  auto ck = Checkpoint::Open(path);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  for (auto mode : {HostRegisterMode::kOn, HostRegisterMode::kOff}) {
+    LoadOptions o = Cuda();
+    o.local_world_size = 8;
+    o.host_register = mode;
+    o.host_register_piece_bytes = 1u << 20;
+    o.cuda_chunk_bytes = 64u << 10;  // many chunks through the one stream
+    o.chunk_bytes = o.cuda_chunk_bytes;
+    auto loader = Loader::Create(o);
+    ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+    auto r = (*loader)->Load(*ck);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(CheckExact(*ck, *r), 0) << "mode " << static_cast<int>(mode);
+    bool said_one_stream = false, set_up_one_stream = false;
+    for (const std::string& n : r->report.notes) {
+      said_one_stream |= n.find("copy streams: 1, as 8 processes") == 0;
+      set_up_one_stream |= n.find(" 1 streams + ") != std::string::npos;
+    }
+    EXPECT_TRUE(said_one_stream) << r->report.ToString();
+    EXPECT_TRUE(set_up_one_stream) << r->report.ToString();
+  }
+}
+
 TEST_F(CudaLoaderTest, ColdFileThroughDirectIoBitExact) {
   std::string path = Write("cold.safetensors", AllDTypeSpecs(), 4);
   auto ck = Checkpoint::Open(path);
