@@ -88,7 +88,9 @@ StatusOr<CudaLoaderConfig> ResolveCudaConfig(const LoadOptions& options,
     // ceiling with one copy stream each, against 0.85-0.95x and 0.90-0.92x
     // with a stream per worker (bench/results/2026-12-06-h200-session27).
     // A process alone on its GPU loses nothing by it: one stream or four
-    // changed a rank's rate by under 2% (session 21, call D).
+    // changed a rank's rate by under 2% (session 21, call D), and a rank
+    // of 8 alone with LOCAL_WORLD_SIZE=8 ran the same on one stream or two
+    // (session 27, call D).
     c.streams = 1;
     c.notes.push_back("copy streams: 1, as " +
                       std::to_string(options.local_world_size) +
