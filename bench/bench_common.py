@@ -10,9 +10,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def parse_options(pairs):
-    """NAME=VALUE strings as load keywords; integers as ints (threads=2)."""
+    """NAME=VALUE strings as load keywords; integers as ints (threads=2).
+    ValueError naming the first string without "="."""
     out = {}
     for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"an option is NAME=VALUE, got {pair!r}")
         name, value = pair.split("=", 1)
         out[name] = int(value) if value.lstrip("-").isdigit() else value
     return out
