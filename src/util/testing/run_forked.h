@@ -81,9 +81,7 @@ inline bool OtherThreadsAsleep() {
 
 // Waits at most TIMEOUT until every other thread has been asleep in five
 // samples 2 ms apart, so that none is inside the allocator when the caller
-// forks. For tests that fork while other threads of theirs wait (a load
-// held in a callback) and must not meet the ASan hazard above. false if
-// they did not settle.
+// forks (RunForked does, under ASan). false if they did not settle.
 inline bool WaitUntilOtherThreadsSleep(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int settled = 0;
@@ -99,9 +97,15 @@ inline bool WaitUntilOtherThreadsSleep(std::chrono::milliseconds timeout) {
 // _exit (no atexit handlers, no gtest teardown: the parent's state is not
 // the child's to tear down). The parent waits at most TIMEOUT and returns
 // "exit N", "signal N", or "hung" (the child was killed after TIMEOUT),
-// or "fork failed".
+// or "fork failed". Under ASan it forks only once every other thread of
+// the process sleeps (the hazard above), or returns "not forked: ..." when
+// they do not within TIMEOUT: the test's threads still run and wait (a
+// load held in a callback), just not inside the allocator.
 inline std::string RunForked(const std::function<int()>& body,
                              std::chrono::seconds timeout) {
+  if (kUnderAddressSanitizer && !WaitUntilOtherThreadsSleep(timeout)) {
+    return "not forked: the other threads never all slept";
+  }
   const pid_t pid = fork();
   if (pid < 0) return "fork failed";
   if (pid == 0) _exit(body());
